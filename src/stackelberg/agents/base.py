@@ -1,0 +1,61 @@
+"""What an agent is: a player's policy, from the decision it owes to a legal action.
+
+An agent sees the game only through what its player may know: ``new_events()`` (the
+events visible to it since it last looked), ``observation()`` (the full view as text and
+data), its role, and the pending ``Decision``. Agents that need an LLM return a generator
+from ``act`` that yields lists of LLM requests and receives their results, so that a runner
+can batch the requests of many tables into one forward pass (see ``agents.runner``).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from stackelberg.games.base import Decision, Event, Game, Observation
+
+
+class Agent:
+    """Base class: keeps the player's seat and a cursor into the event log."""
+
+    #: The agent kind as named on the command line and in game records.
+    kind: str = "agent"
+
+    def setup(self, game: Game, player: int, rng: random.Random) -> None:
+        """Called once after ``game.reset``; override to read private knowledge."""
+        self.game = game
+        self.player = player
+        self.rng = rng
+        self._cursor = 0
+
+    @property
+    def role(self) -> str:
+        return self.game.players[self.player].role
+
+    @property
+    def team(self) -> str:
+        return self.game.players[self.player].team
+
+    def new_events(self) -> list[Event]:
+        """Events visible to this player since the last call (including its own acts)."""
+        events = self.game.visible_events(self.player, self._cursor)
+        self._cursor = len(self.game.events)
+        return events
+
+    def observation(self) -> Observation:
+        return self.game.observation(self.player)
+
+    def act(self, decision: Decision) -> Any:
+        """Return a legal action for ``decision`` (or a generator of LLM requests)."""
+        raise NotImplementedError
+
+
+class RandomAgent(Agent):
+    """Uniform over legal options; a fixed short line when asked to speak."""
+
+    kind = "random"
+
+    def act(self, decision: Decision) -> Any:
+        if decision.options is None:
+            return "I have nothing to add."
+        return decision.options[self.rng.randrange(len(decision.options))]

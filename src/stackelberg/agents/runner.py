@@ -1,0 +1,117 @@
+"""Play games with agents: one table, or many tables in lockstep with batched LLM calls.
+
+Agents answer a decision either directly or with a generator that yields lists of LLM
+requests and receives their results. ``play_tables`` advances every table until each one
+waits on an LLM (or is finished), sends all waiting requests to the backend in one
+``run_batch`` call, and repeats, so that the requests of many games share forward passes.
+"""
+
+from __future__ import annotations
+
+import random
+import types
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from stackelberg.agents.base import Agent
+from stackelberg.games.base import Game
+
+
+def agent_rng(seed: int, player: int) -> random.Random:
+    """Each seat's own stream: the same seed gives the same play, whatever the other seats do."""
+    return random.Random(f"{seed}:{player}")
+
+
+@dataclass
+class Table:
+    """One game in progress with its agents (one per seat)."""
+
+    game: Game
+    agents: Sequence[Agent]
+    seed: int
+    roles: list[str] | None = None
+    _pending: Any = field(default=None, repr=False)
+    _waiting: list[Any] | None = field(default=None, repr=False)
+
+    def start(self) -> None:
+        self.game.reset(self.seed, self.roles)
+        if len(self.agents) != self.game.n_players:
+            raise ValueError(
+                f"{self.game.name}: {len(self.agents)} agents for {self.game.n_players} players"
+            )
+        for pid, agent in enumerate(self.agents):
+            agent.setup(self.game, pid, agent_rng(self.seed, pid))
+
+    def advance(self, results: list[Any] | None = None) -> list[Any] | None:
+        """Play until the table needs LLM results (returns the requests) or is over (None)."""
+        game = self.game
+        if self._pending is not None:
+            try:
+                requests = self._pending.send(results)
+            except StopIteration as stop:
+                self._pending = None
+                game.step(stop.value)
+            else:
+                return requests
+        while True:
+            decision = game.decision()
+            if decision is None:
+                return None
+            action = self.agents[decision.player].act(decision)
+            if isinstance(action, types.GeneratorType):
+                try:
+                    requests = next(action)
+                except StopIteration as stop:
+                    game.step(stop.value)
+                    continue
+                self._pending = action
+                return requests
+            game.step(action)
+
+    def record(self) -> dict[str, Any]:
+        return self.game.record([a.kind for a in self.agents])
+
+
+def play_tables(
+    tables: Sequence[Table],
+    llm: Any = None,
+    on_finish: Callable[[Table], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Play all tables to the end; LLM requests of all waiting tables are batched together."""
+    for t in tables:
+        t.start()
+    waiting: dict[int, list[Any]] = {}
+    for i, t in enumerate(tables):
+        req = t.advance()
+        if req is None:
+            if on_finish:
+                on_finish(t)
+        else:
+            waiting[i] = req
+    while waiting:
+        if llm is None:
+            raise RuntimeError("an agent asked for an LLM but no backend was given")
+        order = list(waiting)
+        flat = [r for i in order for r in waiting[i]]
+        answers = llm.run_batch(flat)
+        pos = 0
+        next_waiting: dict[int, list[Any]] = {}
+        for i in order:
+            n = len(waiting[i])
+            req = tables[i].advance(answers[pos : pos + n])
+            pos += n
+            if req is None:
+                if on_finish:
+                    on_finish(tables[i])
+            else:
+                next_waiting[i] = req
+        waiting = next_waiting
+    return [t.record() for t in tables]
+
+
+def play_game(
+    game: Game, agents: Sequence[Agent], seed: int, roles: list[str] | None = None, llm: Any = None
+) -> dict[str, Any]:
+    """Play one game and return its record."""
+    return play_tables([Table(game, agents, seed, roles)], llm)[0]
