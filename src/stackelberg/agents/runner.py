@@ -31,8 +31,9 @@ class Table:
     agents: Sequence[Agent]
     seed: int
     roles: list[str] | None = None
+    #: decisions taken so far (for throughput figures)
+    decisions: int = 0
     _pending: Any = field(default=None, repr=False)
-    _waiting: list[Any] | None = field(default=None, repr=False)
 
     def start(self) -> None:
         self.game.reset(self.seed, self.roles)
@@ -52,6 +53,7 @@ class Table:
             except StopIteration as stop:
                 self._pending = None
                 game.step(stop.value)
+                self.decisions += 1
             else:
                 return requests
         while True:
@@ -64,10 +66,12 @@ class Table:
                     requests = next(action)
                 except StopIteration as stop:
                     game.step(stop.value)
+                    self.decisions += 1
                     continue
                 self._pending = action
                 return requests
             game.step(action)
+            self.decisions += 1
 
     def record(self) -> dict[str, Any]:
         return self.game.record([a.kind for a in self.agents])

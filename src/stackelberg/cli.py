@@ -1,0 +1,171 @@
+"""The `stackelberg` command: play games and print what happened."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from stackelberg.agents import make_agent
+from stackelberg.agents.runner import Table, play_tables
+from stackelberg.games import GAMES, Game, GameError, make_game
+from stackelberg.io import atomic_writer
+
+
+class UsageError(Exception):
+    """A bad command-line argument: printed as one line, exit status 2."""
+
+
+def parse_sets(pairs: Sequence[str]) -> dict[str, str]:
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--set expects KEY=VALUE, got {pair!r}")
+        options[key.strip()] = value.strip()
+    return options
+
+
+def seat_agents(spec: str, n_players: int) -> list[str]:
+    """`scripted` for every seat, or one comma-separated kind per seat."""
+    kinds = [k.strip() for k in spec.split(",") if k.strip()]
+    if len(kinds) == 1:
+        return kinds * n_players
+    if len(kinds) != n_players:
+        raise UsageError(
+            f"--agents lists {len(kinds)} agents but the game has {n_players} players; "
+            "give one kind for all seats or one per seat"
+        )
+    return kinds
+
+
+def summarize(records: Iterable[dict[str, Any]]) -> str:
+    """Wins by team and by role, as a small text table."""
+    by_team: Counter[str] = Counter()
+    role_games: Counter[str] = Counter()
+    role_wins: Counter[str] = Counter()
+    reasons: dict[str, Counter[str]] = defaultdict(Counter)
+    n = 0
+    for rec in records:
+        n += 1
+        res = rec["result"]
+        by_team[res["winner"]] += 1
+        reasons[res["winner"]][res["reason"]] += 1
+        winners = set(res["winners"])
+        for p in rec["players"]:
+            role_games[p["role"]] += 1
+            role_wins[p["role"]] += p["id"] in winners
+    lines = [f"{n} games"]
+    lines.append("wins by team:")
+    for team, k in by_team.most_common():
+        why = ", ".join(f"{r} {c}" for r, c in reasons[team].most_common())
+        lines.append(f"  {team:<12} {k:>6}  {k / max(n, 1):6.1%}   ({why})")
+    lines.append("wins by role (dealt):")
+    for role in sorted(role_games):
+        g, w = role_games[role], role_wins[role]
+        lines.append(f"  {role:<14} {w:>6}/{g:<6} {w / g:6.1%}")
+    return "\n".join(lines)
+
+
+def transcript(game: Game) -> str:
+    """The whole game as a narrator sees it; private events are marked, roles revealed last."""
+    lines = [f"=== {game.name}, seed {game.seed}, {game.n_players} players ==="]
+    last_phase = None
+    for ev in game.events:
+        header = (ev.phase, ev.round)
+        if header != last_phase:
+            lines.append(f"--- {ev.phase} {ev.round} ---")
+            last_phase = header
+        text = game.describe_event(ev, -1)
+        if not text:
+            continue
+        if ev.visible_to != "all":
+            who = ", ".join(f"Player {p + 1}" for p in ev.visible_to) or "nobody"
+            text = f"({who} only) {text}"
+        lines.append(text)
+    res = game.result()
+    lines.append(f"=== result: {res['winner']} wins ({res['reason']}) ===")
+    for p in game.players:
+        lines.append(f"  {p.name}: {p.role} ({p.team}){'  *won*' if p.id in res['winners'] else ''}")
+    return "\n".join(lines)
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    if args.games < 1:
+        raise UsageError(f"--games must be at least 1, got {args.games}")
+    options = parse_sets(args.set)
+    probe = make_game(args.game, options)
+    probe.reset(args.seed)
+    kinds = seat_agents(args.agents, probe.n_players)
+    for kind in set(kinds):
+        make_agent(kind, args.game)  # validate names before playing anything
+
+    records: list[dict[str, Any]] = []
+    first_game: Game | None = None
+    progress = _progress(args.games, f"{args.game} games")
+    with atomic_writer(args.out) as out:
+        for i in range(args.games):
+            game = make_game(args.game, options)
+            agents = [make_agent(k, args.game) for k in kinds]
+            rec = play_tables([Table(game, agents, args.seed + i)])[0]
+            if first_game is None:
+                first_game = game
+            if out is not None:
+                out.write(json.dumps(rec) + "\n")
+            records.append({"result": rec["result"], "players": rec["players"]})
+            progress.update(1)
+    progress.close()
+    if args.transcript and first_game is not None:
+        print(transcript(first_game))
+        print()
+    print(summarize(records))
+    if args.out:
+        print(f"wrote {len(records)} game records to {args.out}")
+    return 0
+
+
+def _progress(total: int, desc: str):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="game", disable=total < 20 or not sys.stderr.isatty())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="stackelberg", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    play = sub.add_parser("play", help="play seeded games and write their records")
+    play.add_argument("game", choices=sorted(GAMES), help="which game")
+    play.add_argument(
+        "--agents",
+        default="scripted",
+        help="agent kind for every seat, or one per seat separated by commas",
+    )
+    play.add_argument("--games", type=int, default=1, help="number of games (seeds S..S+N-1)")
+    play.add_argument("--seed", type=int, default=0, help="seed of the first game")
+    play.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="a game option"
+    )
+    play.add_argument("--out", help="write one game record per line (JSONL) here")
+    play.add_argument("--transcript", action="store_true", help="print the first game")
+    play.set_defaults(func=cmd_play)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (UsageError, GameError) as exc:
+        print(f"stackelberg: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("stackelberg: interrupted; no partial output was kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""`stackelberg play`: output, summary, transcript, and one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from stackelberg.cli import main
+
+
+@pytest.mark.parametrize("game", ["werewolf", "avalon", "onuw"])
+def test_play_writes_records_and_summary(game, tmp_path, capsys):
+    out = tmp_path / "games.jsonl"
+    assert main(["play", game, "--games", "3", "--seed", "7", "--out", str(out), "--transcript"]) == 0
+    lines = out.read_text().splitlines()
+    assert [json.loads(line)["seed"] for line in lines] == [7, 8, 9]
+    printed = capsys.readouterr().out
+    assert "3 games" in printed and "wins by role" in printed
+    assert "=== result:" in printed and "--- " in printed and "Player 1:" in printed
+
+
+def test_play_is_reproducible(tmp_path):
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for path in (a, b):
+        assert main(["play", "werewolf", "--games", "4", "--out", str(path)]) == 0
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_set_option_and_mixed_agents(tmp_path):
+    out = tmp_path / "x.jsonl"
+    agents = ",".join(["scripted", "random"] * 3 + ["scripted"])
+    assert main(["play", "avalon", "--set", "n_players=7", "--agents", agents, "--out", str(out)]) == 0
+    rec = json.loads(out.read_text())
+    assert len(rec["players"]) == 7
+    assert [p["agent"] for p in rec["players"]] == agents.split(",")
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["play", "werewolf", "--set", "colour=blue"], "unknown option 'colour'"),
+        (["play", "werewolf", "--set", "allow_abstain=maybe"], "allow_abstain"),
+        (["play", "avalon", "--set", "n_players=4"], "n_players"),
+        (["play", "werewolf", "--set", "roles=werewolf,villager"], "roles"),
+        (["play", "werewolf", "--set", "noequals"], "KEY=VALUE"),
+        (["play", "werewolf", "--agents", "genius"], "unknown agent 'genius'"),
+        (["play", "werewolf", "--agents", "random,random"], "--agents lists 2"),
+        (["play", "werewolf", "--games", "0"], "--games"),
+    ],
+)
+def test_bad_input_is_one_line_and_leaves_no_file(argv, words, tmp_path, capsys):
+    out = tmp_path / "never.jsonl"
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_unknown_game_exits_nonzero_without_traceback():
+    proc = subprocess.run(
+        [sys.executable, "-m", "stackelberg.cli", "play", "chess"], capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert "invalid choice: 'chess'" in proc.stderr and "Traceback" not in proc.stderr
