@@ -1,0 +1,606 @@
+"""One Night Ultimate Werewolf (ONUW): one night of hidden actions, one day, one vote.
+
+Sources: /work/shared/RULES.md ("One Night Ultimate Werewolf"); the Bezier Games rulebook
+(One Night Ultimate Werewolf, 2014) for the Doppelganger, the Minion with no werewolf among
+the players, and the Tanner; the paper setup of Jin et al. 2024 (5 players, 7 cards:
+werewolf, villager x2, seer, robber, troublemaker, insomniac; 2 centre cards; 3 discussion
+rounds).
+
+Cards (team): ``werewolf``, ``minion`` (werewolf); ``tanner`` (tanner); ``doppelganger``,
+``mason``, ``seer``, ``robber``, ``troublemaker``, ``drunk``, ``insomniac``, ``villager``,
+``hunter`` (village). There are ``n_players + center_cards`` cards: one per player, the rest
+face down in the centre. ``Player.role``/``team`` are the card as DEALT; what counts for
+winning is the card a player holds at the END of the night (``final_roles``).
+
+Options: ``n_players`` (3..10), ``center_cards`` (1..3; 2 = paper, 3 = rulebook),
+``roles`` (explicit card list of length ``n_players + center_cards``, at most one
+doppelganger; None = ``DEFAULT_DECKS[n_players + center_cards]``, which is the paper deck for
+7 cards), ``discussion_rounds`` (0..10, default 3), ``allow_self_vote`` (default false).
+``reset(seed, roles)`` takes the player cards followed by the centre cards.
+
+Encoding of choices: a player is its id (int); centre cards are strings ``"center:i"`` (one
+card) and ``"center:i,j"`` (two cards, i < j), 0-based; a troublemaker choice is a tuple
+``(a, b)`` of player ids with a < b. Text shows "Player N" (id + 1) and "centre card i+1".
+
+Night (phase "night", round 1), in wake order; a player acts by the card DEALT to them:
+1. doppelganger (decision ``doppelganger``, options: other players): looks at that card and
+   becomes a copy of it (event ``doppelganger`` {"target", "card"}). A copied seer, robber,
+   troublemaker or drunk acts at once (same decisions and events as below, actor = the
+   doppelganger); a copied werewolf wakes with the werewolves, a copied minion with the
+   minion, a copied mason with the masons; a copied insomniac wakes after the insomniac
+   (event ``insomniac``). A copied villager, tanner or hunter does nothing at night. The
+   doppelganger CARD stays a copy: whoever holds it at the end of the night has the copied
+   role (final_roles shows the copied role). Not implemented: nothing; a doppelganger card
+   that was never copied (dealt to the centre) counts as a plain village card.
+2. werewolves: event ``werewolves`` {"werewolves": [ids]} visible to them (player None).
+   A lone werewolf (exactly one awake) looks at one centre card: decision
+   ``werewolf_peek`` (options "center:i"), event ``werewolf_peek`` {"center_index", "card"}.
+3. minion: event ``minion`` {"werewolves": [ids]} visible to the minion(s) (the werewolves
+   do not learn the minion).
+4. masons: event ``masons`` {"masons": [ids]} visible to the masons.
+5. seer (decision ``seer``, options: other players, and "center:i,j" pairs when there are 2+
+   centre cards): event ``seer`` {"target", "card"} or {"center_indexes", "cards"}.
+6. robber (decision ``rob``, options: other players): swaps cards, sees the new card; event
+   ``rob`` {"target", "new_card"}. The robber does not perform the new card's action.
+7. troublemaker (decision ``troublemake``, options (a, b) of other players): swaps them
+   unseen; event ``troublemake`` {"targets": [a, b]}.
+8. drunk (decision ``drunk``, options "center:i"): swaps with a centre card unseen; event
+   ``drunk`` {"center_index"}.
+9. insomniac (no decision): event ``insomniac`` {"card"}, the card they now hold; then a
+   doppelganger-insomniac likewise.
+Several players with the same card act one after another in seat order. Cards are reported
+as the physical card seen (a moved doppelganger card is seen as "doppelganger"). Every night
+action is compulsory (the rulebook's "may" is not modelled). Night events are visible to the
+actor only.
+
+Day (phase "day", round r = 1..discussion_rounds): every player speaks once per round in
+seat order (decision ``speak``, event ``speech`` {"text"}). Vote (phase "vote", round 1):
+each player names another player (self too when ``allow_self_vote``), asked one at a time;
+all ``vote`` {"target"} events are logged together in seat order after the last vote.
+Then ``death`` {"players": [ids]} (player None; [] when nobody dies): the players with the
+most votes die (all tied players die) unless no player has more than one vote. Each dead
+Hunter (by final card) also kills the player they voted for: one more ``death`` event with
+``player`` = the hunter (repeated if that kills another hunter).
+
+Win (RULES.md rule 7; W = players whose final card is a werewolf):
+- W not empty: village wins if a werewolf dies; otherwise werewolves (werewolf and minion
+  final cards) win unless a tanner died.
+- W empty: village wins only if nobody dies; if someone died and no tanner died, the werewolf
+  team (the minion) wins if a player other than a minion died (rulebook).
+- A tanner (final card) wins if they die. Several teams may win together.
+Result: {"winner": winning teams joined by "+" in the order village, werewolf, tanner, or
+"draw" when nobody wins, "winners": [ids], "reason": "werewolf_died" | "werewolves_survived"
+| "tanner_died" | "nobody_died" | "innocent_died" | "minion_survived", "final_roles": [...]}.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+from stackelberg.games.base import (
+    ALL,
+    SPEAK,
+    ConfigError,
+    Decision,
+    Event,
+    Game,
+    GameError,
+    Player,
+    player_name,
+)
+
+#: card -> team
+ROLE_TEAM: dict[str, str] = {
+    "doppelganger": "village",
+    "werewolf": "werewolf",
+    "minion": "werewolf",
+    "mason": "village",
+    "seer": "village",
+    "robber": "village",
+    "troublemaker": "village",
+    "drunk": "village",
+    "insomniac": "village",
+    "villager": "village",
+    "tanner": "tanner",
+    "hunter": "village",
+}
+#: the paper deck (5 players, 2 centre cards)
+PAPER_ROLES: tuple[str, ...] = (
+    "werewolf",
+    "villager",
+    "villager",
+    "seer",
+    "robber",
+    "troublemaker",
+    "insomniac",
+)
+_BASE = ("werewolf", "seer", "robber", "troublemaker", "villager")
+#: number of cards -> default deck when no ``roles`` option is given
+DEFAULT_DECKS: dict[int, tuple[str, ...]] = {
+    4: ("werewolf", "seer", "robber", "troublemaker"),
+    5: _BASE,
+    6: ("werewolf", *_BASE),  # rulebook 3-player deck
+    7: PAPER_ROLES,
+    8: ("werewolf", *PAPER_ROLES),  # rulebook 5-player deck
+    9: ("werewolf", *PAPER_ROLES, "drunk"),
+    10: ("werewolf", *PAPER_ROLES, "drunk", "hunter"),
+    11: ("werewolf", *PAPER_ROLES, "minion", "mason", "mason"),
+    12: ("werewolf", *PAPER_ROLES, "minion", "mason", "mason", "drunk"),
+    13: ("werewolf", *PAPER_ROLES, "minion", "mason", "mason", "drunk", "hunter"),
+}
+#: night roles with a decision -> the decision/event kind (also used by a doppelganger copy)
+NIGHT_ACTIONS: dict[str, str] = {
+    "seer": "seer",
+    "robber": "rob",
+    "troublemaker": "troublemake",
+    "drunk": "drunk",
+}
+#: night wake order after the doppelganger (group wake-ups and individual actions)
+WAKE_ORDER: tuple[str, ...] = (
+    "werewolf",
+    "minion",
+    "mason",
+    "seer",
+    "robber",
+    "troublemaker",
+    "drunk",
+    "insomniac",
+)
+#: the most cards of one role in a deck
+MAX_COUNT: dict[str, int] = {"doppelganger": 1}
+DECISION_KINDS = frozenset(
+    {"doppelganger", "werewolf_peek", "seer", "rob", "troublemake", "drunk", SPEAK, "vote"}
+)
+#: team order in a joint "winner" string
+TEAM_ORDER: tuple[str, ...] = ("village", "werewolf", "tanner")
+PROMPTS: dict[str, str] = {
+    "doppelganger": "Night: you are the Doppelganger; choose another player whose card you look at and copy.",
+    "werewolf_peek": "Night: you are the only werewolf; choose a centre card to look at ('center:i').",
+    "seer": "Night: look at another player's card (a player id) or two centre cards ('center:i,j').",
+    "rob": "Night: choose a player to swap cards with; you then see your new card.",
+    "troublemake": "Night: choose two other players (a, b) whose cards you swap without looking.",
+    "drunk": "Night: choose a centre card ('center:i') to swap with your card without looking.",
+    "vote": "Vote: choose the player to kill; votes are revealed together.",
+}
+
+
+def role_name(role: str) -> str:
+    return role.replace("_", " ").title()
+
+
+def center_option(*indexes: int) -> str:
+    return "center:" + ",".join(str(i) for i in indexes)
+
+
+def parse_center(option: str) -> list[int]:
+    return [int(x) for x in option.split(":", 1)[1].split(",")]
+
+
+def _names(ids: list[int]) -> str:
+    names = [player_name(i) for i in ids]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+@dataclass(frozen=True)
+class ONUWConfig:
+    #: number of players (3..10)
+    n_players: int = 5
+    #: face-down centre cards (1..3; 2 = paper setup, 3 = rulebook)
+    center_cards: int = 2
+    #: explicit card list, n_players + center_cards long (None = DEFAULT_DECKS by card count)
+    roles: tuple[str, ...] | None = None
+    #: discussion rounds before the vote; each player speaks once per round in seat order
+    discussion_rounds: int = 3
+    #: a player may vote for themself
+    allow_self_vote: bool = False
+
+    def __post_init__(self) -> None:
+        for name, lo, hi in (
+            ("n_players", 3, 10),
+            ("center_cards", 1, 3),
+            ("discussion_rounds", 0, 10),
+        ):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+                raise ConfigError(f"onuw: {name}={v!r}; must be an integer from {lo} to {hi}")
+        if not isinstance(self.allow_self_vote, bool):
+            raise ConfigError(
+                f"onuw: allow_self_vote={self.allow_self_vote!r} must be true or false"
+            )
+        n_cards = self.n_players + self.center_cards
+        if self.roles is None:
+            return
+        roles = tuple(self.roles)
+        object.__setattr__(self, "roles", roles)
+        bad = [r for r in roles if r not in ROLE_TEAM]
+        if bad:
+            raise ConfigError(
+                f"onuw: roles contains unknown card(s) {bad}; allowed: {', '.join(ROLE_TEAM)}"
+            )
+        if len(roles) != n_cards:
+            raise ConfigError(
+                f"onuw: roles has {len(roles)} cards; need n_players + center_cards = "
+                f"{self.n_players} + {self.center_cards} = {n_cards}"
+            )
+        counts = Counter(roles)
+        for r, most in MAX_COUNT.items():
+            if counts[r] > most:
+                raise ConfigError(f"onuw: roles has {counts[r]} {r} cards; at most {most} allowed")
+
+    @property
+    def deck(self) -> tuple[str, ...]:
+        """The cards in play (``roles`` or the default deck for the card count)."""
+        return (
+            self.roles
+            if self.roles is not None
+            else DEFAULT_DECKS[self.n_players + self.center_cards]
+        )
+
+
+class ONUW(Game):
+    """The ONUW engine (see the module docstring for the rules)."""
+
+    name = "onuw"
+    Config = ONUWConfig
+    rules_text = (
+        "One Night Ultimate Werewolf. Each player gets a secret card; the rest lie face down in "
+        "the centre.\n"
+        "At night, in order: the werewolves see each other (a lone werewolf may look at a centre "
+        "card); the minion sees the werewolves; masons see each other; the seer looks at one "
+        "player's card or two centre cards; the robber swaps cards with a player and sees the "
+        "new card; the troublemaker swaps two other players' cards; the drunk swaps with a "
+        "centre card unseen; the insomniac sees their final card. The doppelganger copies "
+        "another player's card first.\n"
+        "Your team is the card you hold at the END of the night, which may have been moved.\n"
+        "Day: a few rounds of discussion, then everyone votes at once. The most voted player(s) "
+        "die (nobody if no one gets 2+ votes); a dead hunter also kills whom they voted for.\n"
+        "The village wins if a werewolf dies (or, with no werewolf among the players, if nobody "
+        "dies); the werewolves and minion win if a werewolf is among the players and none "
+        "dies; the tanner wins only if he dies, and then the werewolves cannot win."
+    )
+
+    # ---- setup ---------------------------------------------------------------------------
+    def _setup(self, roles: list[str] | None) -> None:
+        cfg = self.config
+        deck = list(cfg.deck)
+        if roles is None:
+            roles = deck
+            self.rng.shuffle(roles)
+        elif sorted(roles) != sorted(deck):
+            raise ConfigError(
+                f"onuw: roles {roles} are not a permutation of the configured cards {deck} "
+                "(player cards first, then the centre cards)"
+            )
+        n = cfg.n_players
+        self.cards: list[str] = roles[:n]
+        self.center: list[str] = roles[n:]
+        self.players = [
+            Player(i, player_name(i), r, ROLE_TEAM[r]) for i, r in enumerate(self.cards)
+        ]
+        self.copy: str | None = None  # role copied by the doppelganger
+        self.doppel: int | None = None
+        self.votes: dict[int, int] = {}
+        self.dead: list[int] = []
+        self._result: dict[str, Any] | None = None
+        self.log("deal", None, {"cards": list(self.cards), "center": list(self.center)}, [])
+        self.phase = "night"
+        self.round = 1
+        dealt = self.cards
+        queue: list[tuple[str, int | None, int]] = []
+        queue += [("doppelganger", p, 1) for p in range(n) if dealt[p] == "doppelganger"]
+        for role in WAKE_ORDER:
+            if role in ("werewolf", "minion", "mason"):
+                queue.append((role, None, 1))
+            else:
+                kind = NIGHT_ACTIONS.get(role, role)
+                queue += [(kind, p, 1) for p in range(n) if dealt[p] == role]
+        queue.append(("doppel_insomniac", None, 1))
+        queue += [(SPEAK, p, r) for r in range(1, cfg.discussion_rounds + 1) for p in range(n)]
+        queue += [("vote", p, 1) for p in range(n)]
+        queue.append(("reveal", None, 1))
+        self._queue = queue
+        self._qi = 0
+        self._decision: Decision | None = None
+        self._advance()
+
+    # ---- flow ----------------------------------------------------------------------------
+    def _advance(self) -> None:
+        """Run automatic steps until a decision is pending (cached) or the game is over."""
+        queue = self._queue
+        while self._qi < len(queue):
+            kind, p, rnd = queue[self._qi]
+            if kind in DECISION_KINDS:
+                self._set_phase(kind, rnd)
+                self._decision = self._make_decision(kind, p, rnd)
+                return
+            self._qi += 1
+            self._set_phase(kind, rnd)
+            self._auto(kind, p)
+        self._decision = None
+        self.phase = "end"
+
+    def _set_phase(self, kind: str, rnd: int) -> None:
+        if kind == SPEAK:
+            self.phase, self.round = "day", rnd
+        elif kind in ("vote", "reveal"):
+            self.phase, self.round = "vote", rnd
+
+    def _make_decision(self, kind: str, p: int, rnd: int) -> Decision:
+        n = self.config.n_players
+        others = tuple(q for q in range(n) if q != p)
+        if kind == SPEAK:
+            return Decision(
+                p,
+                SPEAK,
+                None,
+                f"Day, discussion round {rnd} of {self.config.discussion_rounds}: speak to the others.",
+            )
+        if kind in ("doppelganger", "rob"):
+            options: tuple[Any, ...] = others
+        elif kind == "werewolf_peek" or kind == "drunk":
+            options = tuple(center_option(i) for i in range(len(self.center)))
+        elif kind == "seer":
+            options = others + tuple(
+                center_option(i, j) for i, j in combinations(range(len(self.center)), 2)
+            )
+        elif kind == "troublemake":
+            options = tuple(combinations(others, 2))
+        else:  # vote
+            options = tuple(range(n)) if self.config.allow_self_vote else others
+        return Decision(p, kind, options, PROMPTS[kind])
+
+    def decision(self) -> Decision | None:
+        return self._decision
+
+    def _apply(self, decision: Decision, action: Any) -> None:
+        kind, p = decision.kind, decision.player
+        self._qi += 1
+        cards, center = self.cards, self.center
+        if kind == SPEAK:
+            self.log("speech", p, {"text": action})
+        elif kind == "vote":
+            self.votes[p] = action
+        elif kind == "doppelganger":
+            self.copy = cards[action]
+            self.doppel = p
+            self.log("doppelganger", p, {"target": action, "card": self.copy}, [p])
+            if self.copy in NIGHT_ACTIONS:
+                self._queue.insert(self._qi, (NIGHT_ACTIONS[self.copy], p, 1))
+        elif kind == "werewolf_peek":
+            (i,) = parse_center(action)
+            self.log("werewolf_peek", p, {"center_index": i, "card": center[i]}, [p])
+        elif kind == "seer":
+            if isinstance(action, int):
+                self.log("seer", p, {"target": action, "card": cards[action]}, [p])
+            else:
+                idx = parse_center(action)
+                self.log("seer", p, {"center_indexes": idx, "cards": [center[i] for i in idx]}, [p])
+        elif kind == "rob":
+            cards[p], cards[action] = cards[action], cards[p]
+            self.log("rob", p, {"target": action, "new_card": cards[p]}, [p])
+        elif kind == "troublemake":
+            a, b = action
+            cards[a], cards[b] = cards[b], cards[a]
+            self.log("troublemake", p, {"targets": [a, b]}, [p])
+        elif kind == "drunk":
+            (i,) = parse_center(action)
+            cards[p], center[i] = center[i], cards[p]
+            self.log("drunk", p, {"center_index": i}, [p])
+        self._advance()
+
+    def _woken(self, role: str) -> list[int]:
+        """Players who wake as ``role``: dealt it, or a doppelganger who copied it."""
+        return [
+            p
+            for p, r in enumerate(self.players)
+            if r.role == role or (p == self.doppel and self.copy == role)
+        ]
+
+    def _auto(self, kind: str, p: int | None) -> None:
+        if kind == "werewolf":
+            wolves = self._woken("werewolf")
+            if wolves:
+                self.log("werewolves", None, {"werewolves": wolves}, wolves)
+            if len(wolves) == 1:
+                self._queue.insert(self._qi, ("werewolf_peek", wolves[0], 1))
+        elif kind == "minion":
+            minions = self._woken("minion")
+            if minions:
+                self.log("minion", None, {"werewolves": self._woken("werewolf")}, minions)
+        elif kind == "mason":
+            masons = self._woken("mason")
+            if masons:
+                self.log("masons", None, {"masons": masons}, masons)
+        elif kind == "insomniac":
+            self.log("insomniac", p, {"card": self.cards[p]}, [p])
+        elif kind == "doppel_insomniac":
+            if self.doppel is not None and self.copy == "insomniac":
+                d = self.doppel
+                self.log("insomniac", d, {"card": self.cards[d]}, [d])
+        elif kind == "reveal":
+            self._reveal()
+        else:  # pragma: no cover - the queue only holds known kinds
+            raise GameError(f"onuw: unknown step {kind!r}")
+
+    def _reveal(self) -> None:
+        n = self.config.n_players
+        for p in range(n):
+            self.log("vote", p, {"target": self.votes[p]})
+        tally = Counter(self.votes.values())
+        top = max(tally.values())
+        dead = sorted(q for q, c in tally.items() if c == top) if top > 1 else []
+        self.log("death", None, {"players": dead})
+        final = self.final_roles()
+        queue = list(dead)
+        while queue:
+            h = queue.pop(0)
+            target = self.votes[h]
+            if final[h] == "hunter" and target not in dead:
+                dead.append(target)
+                queue.append(target)
+                self.log("death", h, {"players": [target]})
+        self.dead = dead
+        self._result = self._winner(final, set(dead))
+
+    # ---- results -------------------------------------------------------------------------
+    def final_roles(self) -> list[str]:
+        """Each player's card now, a doppelganger card counted as the role it copied."""
+        copy = self.copy
+        return [copy if c == "doppelganger" and copy is not None else c for c in self.cards]
+
+    def _winner(self, final: list[str], dead: set[int]) -> dict[str, Any]:
+        wolves = [p for p, r in enumerate(final) if r == "werewolf"]
+        tanner_died = any(final[p] == "tanner" for p in dead)
+        teams: list[str] = []
+        if wolves:
+            if any(p in dead for p in wolves):
+                teams.append("village")
+                reason = "werewolf_died"
+            elif tanner_died:
+                reason = "tanner_died"
+            else:
+                teams.append("werewolf")
+                reason = "werewolves_survived"
+        elif not dead:
+            teams.append("village")
+            reason = "nobody_died"
+        elif tanner_died:
+            reason = "tanner_died"
+        elif any(final[p] == "minion" for p in range(len(final))) and any(
+            final[p] != "minion" for p in dead
+        ):
+            teams.append("werewolf")
+            reason = "minion_survived"
+        else:
+            reason = "innocent_died"
+        winners = [p for p, r in enumerate(final) if ROLE_TEAM[r] in teams]
+        if tanner_died:
+            teams.append("tanner")
+            winners = sorted(winners + [p for p in dead if final[p] == "tanner"])
+        winner = "+".join(t for t in TEAM_ORDER if t in teams) or "draw"
+        return {"winner": winner, "winners": winners, "reason": reason, "final_roles": final}
+
+    def result(self) -> dict[str, Any]:
+        if self._result is None:
+            raise GameError("onuw: the game is not finished")
+        return self._result
+
+    # ---- views ---------------------------------------------------------------------------
+    def next_speaker(self) -> int | None:
+        d = self._decision
+        if d is None or d.kind != SPEAK:
+            return None
+        kind, p, rnd = self._queue[self._qi + 1]
+        return p if kind == SPEAK and rnd == self._queue[self._qi][2] else None
+
+    def describe_event(self, event: Event, viewer: int) -> str | None:
+        t, d, actor = event.type, event.data, event.player
+        you = actor == viewer
+        if t == "speech":
+            return f"{player_name(actor)} says: {d['text']}"
+        if t == "vote":
+            return f"{player_name(actor)} voted for {player_name(d['target'])}."
+        if t == "death":
+            if actor is not None:
+                return f"{player_name(actor)} was the Hunter and takes {player_name(d['players'][0])} down too."
+            return f"{_names(d['players'])} died." if d["players"] else "Nobody died."
+        if t == "werewolves":
+            w = d["werewolves"]
+            return (
+                "Night: you are the only werewolf."
+                if w == [viewer]
+                else f"Night: the werewolves are {_names(w)}."
+            )
+        if t == "minion":
+            w = d["werewolves"]
+            return (
+                f"Night: the werewolves are {_names(w)}."
+                if w
+                else "Night: no player is a werewolf."
+            )
+        if t == "masons":
+            m = d["masons"]
+            return (
+                "Night: you are the only mason."
+                if m == [viewer]
+                else f"Night: the masons are {_names(m)}."
+            )
+        if not you:
+            return None
+        if t == "doppelganger":
+            return f"Night: you looked at {player_name(d['target'])}'s card, the {role_name(d['card'])}; you are now a copy of it."
+        if t == "werewolf_peek":
+            return f"Night: you looked at centre card {d['center_index'] + 1}: the {role_name(d['card'])}."
+        if t == "seer":
+            if "target" in d:
+                return f"Night: you looked at {player_name(d['target'])}'s card: the {role_name(d['card'])}."
+            (i, j), (a, b) = d["center_indexes"], d["cards"]
+            return f"Night: you looked at centre cards {i + 1} and {j + 1}: the {role_name(a)} and the {role_name(b)}."
+        if t == "rob":
+            return f"Night: you swapped cards with {player_name(d['target'])}; your new card is the {role_name(d['new_card'])}."
+        if t == "troublemake":
+            a, b = d["targets"]
+            return f"Night: you swapped the cards of {player_name(a)} and {player_name(b)}."
+        if t == "drunk":
+            return f"Night: you swapped your card with centre card {d['center_index'] + 1} without looking."
+        if t == "insomniac":
+            return f"Night: at the end of the night your card is the {role_name(d['card'])}."
+        return None
+
+    def private_knowledge(self, player: int) -> dict[str, Any]:
+        """The dealt card and what the night showed this player (cards by position)."""
+        seen_players: dict[str, str] = {}
+        seen_center: dict[str, str] = {}
+        out: dict[str, Any] = {"dealt_role": self.players[player].role}
+        for ev in self.events:
+            if ev.visible_to == ALL or player not in ev.visible_to:
+                continue
+            t, d = ev.type, ev.data
+            if t in ("werewolves", "minion"):
+                out["werewolves"] = d["werewolves"]
+            elif t == "masons":
+                out["masons"] = d["masons"]
+            elif t == "doppelganger":
+                seen_players[str(d["target"])] = d["card"]
+                out["copied_role"] = d["card"]
+            elif t == "werewolf_peek":
+                seen_center[str(d["center_index"])] = d["card"]
+            elif t == "seer":
+                if "target" in d:
+                    seen_players[str(d["target"])] = d["card"]
+                else:
+                    seen_center.update(
+                        {str(i): c for i, c in zip(d["center_indexes"], d["cards"], strict=True)}
+                    )
+            elif t == "rob":
+                out["robbed"] = d["target"]
+                out["card_now"] = d["new_card"]
+            elif t == "troublemake":
+                out["swapped"] = d["targets"]
+            elif t == "drunk":
+                out["swapped_with_center"] = d["center_index"]
+            elif t == "insomniac":
+                out["card_now"] = d["card"]
+        if seen_players:
+            out["seen_players"] = seen_players
+        if seen_center:
+            out["seen_center"] = seen_center
+        return out
+
+    def public_state(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "n_players": self.config.n_players,
+            "center_cards": self.config.center_cards,
+            "cards_in_play": sorted(self.config.deck),
+            "discussion_rounds": self.config.discussion_rounds,
+        }
+        if self.phase == "end":
+            out["votes"] = {str(p): t for p, t in sorted(self.votes.items())}
+            out["dead"] = sorted(self.dead)
+        return out
+
+
+__all__ = ["DEFAULT_DECKS", "ONUW", "PAPER_ROLES", "ROLE_TEAM", "ONUWConfig"]
