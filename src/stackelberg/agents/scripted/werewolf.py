@@ -42,6 +42,7 @@ DENY = 0.3  # "Player N is not a werewolf" from a non-claimer, or "I trust Playe
 BAD_VOTE = 1.0  # voted against a confirmed-good player
 RIVAL_CLAIM = 1.0  # one of several Seer claimers
 LIAR = 5.0  # a claimer caught lying
+FIRST_CLAIM, LATER_CLAIM = 0.6, 0.4  # belief split between rival Seer claimers
 
 
 def _pid(num: str, n: int) -> int | None:
@@ -169,14 +170,15 @@ class WerewolfScripted(Agent):
         credible = self._credible_claimers()
         settled = [c for c in credible if self.known.get(c) is False]
         believed = settled[:1] or credible
-        weight = 1.0 if len(believed) == 1 else 0.5
-        for c in self.claims:
-            if c not in credible:
-                score[c] += LIAR
-            elif c not in believed or len(believed) > 1:
-                score[c] += RIVAL_CLAIM
         good = {p for p, w in self.known.items() if not w} | {self.player}
-        for c in believed:
+        for c in self.claims:
+            if c not in believed:
+                score[c] += LIAR
+            elif len(believed) > 1:
+                score[c] += RIVAL_CLAIM
+        for i, c in enumerate(believed):
+            # one claimer is believed; rival claimers split, the earliest a little ahead
+            weight = 1.0 if len(believed) == 1 else FIRST_CLAIM if i == 0 else LATER_CLAIM
             for t, wolf in self.claims[c].items():
                 score[t] += SEER_WORD * weight if wolf else -SEER_WORD * weight
                 if not wolf and weight == 1.0:
