@@ -4,7 +4,8 @@ Sources: /work/shared/RULES.md ("Werewolf, paper setup"); the Witch/Guard setup 
 2023 ("Exploring Large Language Models for Communication Games: An Empirical Study on
 Werewolf": 2 werewolf, seer, witch, guardian, 2 villager) and the Doctor setup of LSPO (Xu et
 al. 2023, "Language Agents with Reinforcement Learning for Strategic Play in the Werewolf
-Game": 2 werewolf, seer, doctor, 3 villager) are both reached through the ``roles`` option.
+Game": 2 werewolf, seer, doctor, 3 villager) are both reached through the ``roles`` option
+(their Guard is our ``guardian``).
 
 Roles (team): ``werewolf`` (werewolf); ``seer``, ``guardian``, ``villager``, ``witch``,
 ``doctor`` (village). At most one seer, guardian, witch and doctor; at least one werewolf,
@@ -190,9 +191,9 @@ class Werewolf(Game):
         "witch has one save and one poison potion; a doctor protects anyone.\n"
         "At dawn the night's deaths are announced. Then every living player speaks once, in a "
         "random order, and everyone votes to eliminate one living player (you may abstain); "
-        "most votes is eliminated. Roles of dead players stay secret.\n"
+        "most votes is eliminated (no self-votes). Dead players' roles stay secret by default.\n"
         "The village wins when all werewolves are dead; the werewolves win when they are at "
-        "least as many as the others alive. After 10 days the game is a draw."
+        "least as many as the others alive. After the day limit (10 by default) it is a draw."
     )
 
     # ---- setup ---------------------------------------------------------------------------
