@@ -62,6 +62,7 @@ from stackelberg.games.base import (
     Event,
     Game,
     GameError,
+    IllegalActionError,
     Player,
     player_name,
 )
@@ -350,6 +351,13 @@ class Avalon(Game):
         return self._decision
 
     def _apply(self, decision: Decision, action: Any) -> None:
+        # base.step checks membership, where True == 1: also insist on the option's type
+        if decision.options is not None and type(action) is not type(decision.options[0]):
+            raise IllegalActionError(
+                f"avalon: illegal action {action!r} by {player_name(decision.player)} for "
+                f"{decision.kind!r}: expected a {type(decision.options[0]).__name__}; "
+                f"legal: {list(decision.options)}"
+            )
         phase = self.phase
         if phase == "discussion":
             self.log("speech", decision.player, {"text": action})
