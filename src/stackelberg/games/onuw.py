@@ -68,8 +68,8 @@ Win (RULES.md rule 7; W = players whose final card is a werewolf):
 - W empty: village wins only if nobody dies; if someone died and no tanner died, the werewolf
   team (the minion) wins if a player other than a minion died (rulebook).
 - A tanner (final card) wins if they die. Several teams may win together.
-Result: {"winner": winning teams joined by "+" in the order village, werewolf, tanner, or
-"draw" when nobody wins, "winners": [ids], "reason": "werewolf_died" | "werewolves_survived"
+Result: {"winner": the teams of the winners joined by "+" in the order village, werewolf,
+tanner, or "draw" when nobody wins, "winners": [ids], "reason": "werewolf_died" | "werewolves_survived"
 | "tanner_died" | "nobody_died" | "innocent_died" | "minion_survived", "final_roles": [...]}.
 """
 
@@ -432,7 +432,7 @@ class ONUW(Game):
         tally = Counter(self.votes.values())
         top = max(tally.values())
         dead = sorted(q for q, c in tally.items() if c == top) if top > 1 else []
-        self.log("death", None, {"players": dead})
+        self.log("death", None, {"players": list(dead)})
         final = self.final_roles()
         queue = list(dead)
         while queue:
@@ -476,11 +476,13 @@ class ONUW(Game):
             reason = "minion_survived"
         else:
             reason = "innocent_died"
-        winners = [p for p, r in enumerate(final) if ROLE_TEAM[r] in teams]
         if tanner_died:
             teams.append("tanner")
-            winners = sorted(winners + [p for p in dead if final[p] == "tanner"])
-        winner = "+".join(t for t in TEAM_ORDER if t in teams) or "draw"
+        winners = [
+            p for p, r in enumerate(final) if ROLE_TEAM[r] in teams and (r != "tanner" or p in dead)
+        ]
+        won = {ROLE_TEAM[final[p]] for p in winners}
+        winner = "+".join(t for t in TEAM_ORDER if t in won) or "draw"
         return {"winner": winner, "winners": winners, "reason": reason, "final_roles": final}
 
     def result(self) -> dict[str, Any]:

@@ -261,10 +261,10 @@ class ONUWScripted(Agent):
 
     def _suspect(self, exclude: set[int]) -> tuple[int, float]:
         sus = self.suspicion()
-        best = max(
-            (q for q in range(self.n) if q not in exclude),
-            key=lambda q: (sus[q], self.rng.random()),
-        )
+        candidates = [q for q in range(self.n) if q not in exclude]
+        if not candidates:  # everyone else is a known werewolf
+            candidates = [q for q in range(self.n) if q != self.player]
+        best = max(candidates, key=lambda q: (sus[q], self.rng.random()))
         return best, sus[best]
 
     def _exclude(self) -> set[int]:
@@ -374,10 +374,9 @@ class ONUWScripted(Agent):
                 return self._claim()
             return self._later(self.spoken >= self.rounds)
         if kind == "vote":
-            exclude = self._exclude() | {q for q in range(self.n) if q not in opts}
-            if len(exclude) >= self.n:
-                exclude = {q for q in range(self.n) if q not in opts}
-            return self._suspect(exclude)[0]
+            illegal = {q for q in range(self.n) if q not in opts}
+            exclude = self._exclude() | illegal
+            return self._suspect(exclude if len(exclude) < self.n else illegal)[0]
         if kind == "seer":
             centers = [o for o in opts if isinstance(o, str)]
             unknown = [
