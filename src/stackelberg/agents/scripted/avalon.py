@@ -417,7 +417,7 @@ class AvalonScripted(Agent):
         if not members:
             return True
         ranked = sorted(self._risk(p) for p in range(self.n) if p != me)
-        bar = ranked[len(members) - 1] + 0.1  # the riskiest member of the best such team
+        bar = ranked[len(members) - 1] + 0.05  # the riskiest member of the best such team
         return all(self._risk(p) <= bar for p in members)
 
     def _card(self) -> bool:
