@@ -241,6 +241,7 @@ class Avalon(Game):
         self._order: list[int] = []
         self._idx = 0
         self._votes: dict[int, bool] = {}
+        self._vote_prompt = ""
         self._fails = 0
         self._decision = None
 
@@ -316,12 +317,8 @@ class Avalon(Game):
                 f"Quest {q}, attempt {a}: you lead; propose a team of {size} players.",
             )
         elif phase == "vote":
-            team = ", ".join(player_name(p) for p in self.team)
             self._decision = Decision(
-                self._order[self._idx],
-                KIND_VOTE,
-                _VOTE_OPTIONS,
-                f"Quest {q}, attempt {a}: approve (True) or reject (False) the team {team}.",
+                self._order[self._idx], KIND_VOTE, _VOTE_OPTIONS, self._vote_prompt
             )
         elif phase == "quest":
             pid = self.team[self._idx]
@@ -367,6 +364,10 @@ class Avalon(Game):
             self._set_decision()
         elif phase == "proposal":
             self.team = tuple(action)
+            self._vote_prompt = (
+                f"Quest {self.quest}, attempt {self.attempt}: approve (True) or reject (False) "
+                f"the team {_names(self.team)}."
+            )
             self.log(
                 "propose",
                 decision.player,

@@ -173,7 +173,9 @@ class AvalonScripted(Agent):
         self.hyps: list[set[int]] = []  # good players: the possible evil sets
         self.weights: list[float] = []  # their likelihoods
         self.p_evil = [0.0] * n  # good players: probability that each player is evil
-        self._risks: list[float] | None = None
+        self.speakers: list[int] = []  # who made claims, in order
+        self._risks: list[float] | None = None  # caches, reset whenever I see an event
+        self._talks: list[float] | None = None
 
     # ---- what I learn -----------------------------------------------------------------------
     def _observe(self) -> None:
@@ -205,7 +207,7 @@ class AvalonScripted(Agent):
                     self.failures += 1
             elif t == "knowledge" and ev.player == self.player:
                 self._learn(ev.data["sees"])
-            self._risks = None
+            self._risks = self._talks = None
 
     def _learn(self, sees: list[int]) -> None:
         if self.my_role == "percival":
@@ -251,12 +253,17 @@ class AvalonScripted(Agent):
 
     def _talk(self, p: int) -> float:
         """What the table says about ``p``: believed vouches minus believed accusations."""
-        total = 0.0
-        for s in range(self.n):
-            pol = self.stance[s][p]
-            if pol and s != self.player:
-                total += self._weight(s) * pol
-        return total
+        talk = self._talks
+        if talk is None:
+            talk = [0.0] * self.n
+            for s in self.speakers:
+                if s != self.player:
+                    w = self._weight(s)
+                    for q, pol in enumerate(self.stance[s]):
+                        if pol:
+                            talk[q] += w * pol
+            self._talks = talk
+        return talk[p]
 
     def _hear(self, speaker: int, text: str) -> None:
         if self.attempt_speeches == 1:
@@ -266,6 +273,8 @@ class AvalonScripted(Agent):
             if target >= n or target == speaker:
                 continue
             self.stance[speaker][target] = pol  # a speaker's latest word on a player counts
+            if speaker not in self.speakers:
+                self.speakers.append(speaker)
             if self.evil:
                 known = target in self.known_evil
                 if pol < 0:
