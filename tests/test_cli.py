@@ -14,7 +14,9 @@ from stackelberg.cli import main
 @pytest.mark.parametrize("game", ["werewolf", "avalon", "onuw"])
 def test_play_writes_records_and_summary(game, tmp_path, capsys):
     out = tmp_path / "games.jsonl"
-    assert main(["play", game, "--games", "3", "--seed", "7", "--out", str(out), "--transcript"]) == 0
+    assert (
+        main(["play", game, "--games", "3", "--seed", "7", "--out", str(out), "--transcript"]) == 0
+    )
     lines = out.read_text().splitlines()
     assert [json.loads(line)["seed"] for line in lines] == [7, 8, 9]
     printed = capsys.readouterr().out
@@ -32,7 +34,9 @@ def test_play_is_reproducible(tmp_path):
 def test_set_option_and_mixed_agents(tmp_path):
     out = tmp_path / "x.jsonl"
     agents = ",".join(["scripted", "random"] * 3 + ["scripted"])
-    assert main(["play", "avalon", "--set", "n_players=7", "--agents", agents, "--out", str(out)]) == 0
+    assert (
+        main(["play", "avalon", "--set", "n_players=7", "--agents", agents, "--out", str(out)]) == 0
+    )
     rec = json.loads(out.read_text())
     assert len(rec["players"]) == 7
     assert [p["agent"] for p in rec["players"]] == agents.split(",")

@@ -89,7 +89,9 @@ def transcript(game: Game) -> str:
     res = game.result()
     lines.append(f"=== result: {res['winner']} wins ({res['reason']}) ===")
     for p in game.players:
-        lines.append(f"  {p.name}: {p.role} ({p.team}){'  *won*' if p.id in res['winners'] else ''}")
+        lines.append(
+            f"  {p.name}: {p.role} ({p.team}){'  *won*' if p.id in res['winners'] else ''}"
+        )
     return "\n".join(lines)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stackelberg.agents.base import Agent
-from stackelberg.games.base import Game
+from stackelberg.games.base import SPEAK, Game
 
 
 def agent_rng(seed: int, player: int) -> random.Random:
@@ -33,6 +33,8 @@ class Table:
     roles: list[str] | None = None
     #: decisions taken so far (for throughput figures)
     decisions: int = 0
+    #: (speech event index, speaker, follower or None) of every speech, for instance selection
+    speech_turns: list[tuple[int, int, int | None]] = field(default_factory=list)
     _pending: Any = field(default=None, repr=False)
 
     def start(self) -> None:
@@ -52,8 +54,7 @@ class Table:
                 requests = self._pending.send(results)
             except StopIteration as stop:
                 self._pending = None
-                game.step(stop.value)
-                self.decisions += 1
+                self._step(stop.value)
             else:
                 return requests
         while True:
@@ -65,13 +66,27 @@ class Table:
                 try:
                     requests = next(action)
                 except StopIteration as stop:
-                    game.step(stop.value)
-                    self.decisions += 1
+                    self._step(stop.value)
                     continue
                 self._pending = action
                 return requests
+            self._step(action)
+
+    def _step(self, action: Any) -> None:
+        game = self.game
+        decision = game.decision()
+        if decision.kind != SPEAK:
             game.step(action)
-            self.decisions += 1
+        else:
+            follower = game.next_speaker()
+            start = len(game.events)
+            game.step(action)
+            for i in range(start, len(game.events)):
+                ev = game.events[i]
+                if ev.type == "speech" and ev.player == decision.player:
+                    self.speech_turns.append((i, decision.player, follower))
+                    break
+        self.decisions += 1
 
     def record(self) -> dict[str, Any]:
         return self.game.record([a.kind for a in self.agents])

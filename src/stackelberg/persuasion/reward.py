@@ -1,0 +1,114 @@
+"""The Measurer reward of a candidate utterance (PAPER.md step 2).
+
+    R(u) = sum_k agg lp(u+_k | ctx, u) - sum_k agg lp(u-_k | ctx, u)
+
+``agg`` is the per-token mean (the release, "to avoid length bias") or the sum (the paper's
+summary). Variants keep only the positive or the negative term (the paper's ablation). R is
+clamped to [-clamp, clamp] and a length penalty is added: 0 up to ``free_words`` words,
+falling linearly to ``-max_penalty`` at ``full_penalty_words`` and beyond.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+Variant = Literal["full", "pos_only", "neg_only"]
+Aggregation = Literal["mean", "sum"]
+VARIANTS: tuple[str, ...] = ("full", "pos_only", "neg_only")
+AGGREGATIONS: tuple[str, ...] = ("mean", "sum")
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """How token log-probabilities become one reward."""
+
+    variant: Variant = "full"  # which terms count: full, pos_only, neg_only
+    aggregation: Aggregation = "mean"  # per response: mean (release) or sum (summary) of token lps
+    clamp: float = 50.0  # |R| before the length penalty is at most this
+    free_words: int = 100  # no penalty up to this many words
+    full_penalty_words: int = 200  # the penalty reaches its maximum here
+    max_penalty: float = 10.0  # the largest penalty (subtracted)
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise ValueError(f"reward variant {self.variant!r} is not one of {VARIANTS}")
+        if self.aggregation not in AGGREGATIONS:
+            raise ValueError(
+                f"reward aggregation {self.aggregation!r} is not one of {AGGREGATIONS}"
+            )
+        if self.clamp <= 0 or self.max_penalty < 0:
+            raise ValueError("reward clamp must be > 0 and max_penalty >= 0")
+        if not 0 <= self.free_words < self.full_penalty_words:
+            raise ValueError("reward free_words must be >= 0 and below full_penalty_words")
+
+
+@dataclass(frozen=True)
+class RewardParts:
+    """Every part of one reward, kept so that datasets can be re-weighted later."""
+
+    pos_means: tuple[float, ...]
+    neg_means: tuple[float, ...]
+    pos_sums: tuple[float, ...]
+    neg_sums: tuple[float, ...]
+    positive: float  # sum over desired responses of the aggregated lp
+    negative: float  # sum over undesired responses of the aggregated lp
+    raw: float  # the variant's combination before clamping
+    clamped: float
+    length_penalty: float  # <= 0
+    words: int
+    reward: float
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def length_penalty(words: int, cfg: RewardConfig) -> float:
+    """0 up to free_words, then linear down to -max_penalty at full_penalty_words."""
+    if words <= cfg.free_words:
+        return 0.0
+    frac = min(1.0, (words - cfg.free_words) / (cfg.full_penalty_words - cfg.free_words))
+    return -cfg.max_penalty * frac
+
+
+def measurer_reward(
+    candidate: str,
+    pos_token_lps: Sequence[Sequence[float]],
+    neg_token_lps: Sequence[Sequence[float]],
+    cfg: RewardConfig,
+) -> RewardParts:
+    """The reward of ``candidate`` from the token log-probs of each desired/undesired response.
+
+    >>> cfg = RewardConfig()
+    >>> measurer_reward("I am the Seer.", [[-1.0, -3.0]], [[-5.0]], cfg).reward
+    3.0
+    """
+    if not pos_token_lps and cfg.variant != "neg_only":
+        raise ValueError("the reward needs at least one desired response")
+    if not neg_token_lps and cfg.variant != "pos_only":
+        raise ValueError("the reward needs at least one undesired response")
+    pos_sums = tuple(float(sum(lp)) for lp in pos_token_lps)
+    neg_sums = tuple(float(sum(lp)) for lp in neg_token_lps)
+    pos_means = tuple(s / max(len(lp), 1) for s, lp in zip(pos_sums, pos_token_lps, strict=True))
+    neg_means = tuple(s / max(len(lp), 1) for s, lp in zip(neg_sums, neg_token_lps, strict=True))
+    use_mean = cfg.aggregation == "mean"
+    positive = sum(pos_means if use_mean else pos_sums)
+    negative = sum(neg_means if use_mean else neg_sums)
+    raw = {"full": positive - negative, "pos_only": positive, "neg_only": -negative}[cfg.variant]
+    clamped = max(-cfg.clamp, min(cfg.clamp, raw))
+    words = len(candidate.split())
+    penalty = length_penalty(words, cfg)
+    return RewardParts(
+        pos_means=pos_means,
+        neg_means=neg_means,
+        pos_sums=pos_sums,
+        neg_sums=neg_sums,
+        positive=positive,
+        negative=negative,
+        raw=raw,
+        clamped=clamped,
+        length_penalty=penalty,
+        words=words,
+        reward=clamped + penalty,
+    )
