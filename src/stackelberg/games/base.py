@@ -246,7 +246,8 @@ class Game(ABC):
                     f"{d.kind!r}, got {action!r}"
                 )
             action = " ".join(action.split())
-        elif action not in d.options:
+        elif not any(o == action and type(o) is type(action) for o in d.options):
+            # the type check keeps True from passing for 1 (and 0 for False)
             raise IllegalActionError(
                 f"{self.name}: illegal action {action!r} by {player_name(d.player)} for "
                 f"{d.kind!r}; legal: {list(d.options)}"
