@@ -51,6 +51,8 @@ SUSPECT_RE = re.compile(r"\b(?:suspect|vote for|voting for|vote against|kill)\s+
 LIAR_RE = re.compile(r"\bPlayer (\d+) (?:is|must be|seems) (?:lying|suspicious|a liar)", re.I)
 HIDE_RE = re.compile(r"\b(?:rather not say|won't say|not telling|keep my role)", re.I)
 
+#: a village player votes in a circle when nobody's suspicion reaches this
+CIRCLE_BELOW = 0.5
 #: roles that wake with useful information to claim (for fake claims)
 FAKEABLE = ("seer", "robber", "troublemaker", "drunk", "insomniac", "villager", "hunter")
 
@@ -209,7 +211,7 @@ class ONUWScripted(Agent):
             for q, card in sp["sightings"]:
                 if 0 <= q < n and q != s:
                     if card == "werewolf":
-                        (pre if seer_like else post)[q] += (3.0 if seer_like else 1.5) * w
+                        (pre if seer_like else post)[q] += (3.0 if seer_like else 2.5) * w
                     else:
                         pre[q] -= (2.0 if seer_like else 1.0) * w
             for q in sp["not_wolf"]:
@@ -231,21 +233,20 @@ class ONUWScripted(Agent):
             pre[q] = -10.0
         pre[me] = 10.0 if self.dealt == "werewolf" else -10.0
         # move the evidence along the swaps, in night order: robbers, troublemakers, drunks
+        # a swap story counts only from a trusted speaker with no evidence of a werewolf card
+        believed = [trust[s] > 0.3 and pre[s] <= 0.5 for s in range(n)]
         val = pre
-        robs = [
-            (s, sp["rob"][0], trust[s])
-            for s, sp in self.speeches
-            if sp["rob"] and claims.get(s) == "robber"
-        ]
-        for s, q, w in robs:
-            if 0 <= q < n and w > 0.3 and q != me:
-                val[s], val[q] = val[q], val[s]
+        for s, sp in self.speeches:
+            if sp["rob"] and claims.get(s) == "robber" and believed[s]:
+                q = sp["rob"][0]
+                if 0 <= q < n and q != me and q != s:
+                    val[s], val[q] = val[q], val[s]
         if self.rob is not None:
             q, card = self.rob
             val[q], val[me] = -10.0, (10.0 if card == "werewolf" else -10.0)
         for s, sp in self.speeches:
             tm = sp["trouble"]
-            if tm and claims.get(s) == "troublemaker" and trust[s] > 0.3:
+            if tm and claims.get(s) == "troublemaker" and believed[s]:
                 a, b = tm
                 if 0 <= a < n and 0 <= b < n and a != b:
                     val[a], val[b] = val[b], val[a]
@@ -266,6 +267,18 @@ class ONUWScripted(Agent):
             candidates = [q for q in range(self.n) if q != self.player]
         best = max(candidates, key=lambda q: (sus[q], self.rng.random()))
         return best, sus[best]
+
+    def _vote_target(self, opts) -> tuple[int, bool]:
+        """Whom to vote for, and whether it is the circle vote (nobody suspicious: a village
+        player votes for the next seat, so that nobody gets two votes if all do the same)."""
+        illegal = {self.player} if opts is None else {q for q in range(self.n) if q not in opts}
+        exclude = self._exclude() | illegal
+        target, score = self._suspect(exclude if len(exclude) < self.n else illegal)
+        if score < CIRCLE_BELOW and not self.evil and self.dealt != "tanner":
+            nxt = (self.player + 1) % self.n
+            if nxt not in illegal:
+                return nxt, True
+        return target, False
 
     def _exclude(self) -> set[int]:
         ex = {self.player}
@@ -357,6 +370,9 @@ class ONUWScripted(Agent):
             parts.append("Maybe I am a werewolf, maybe not.")
         target, score = self._suspect(self._exclude())
         if last:
+            target, circle = self._vote_target(None)
+            if circle:
+                parts.append("I see no werewolf among us; let us each vote for the next player.")
             parts.append(f"I will vote for Player {target + 1}.")
         elif score > 0.5 or self.evil:
             parts.append(f"I suspect Player {target + 1}.")
@@ -374,9 +390,7 @@ class ONUWScripted(Agent):
                 return self._claim()
             return self._later(self.spoken >= self.rounds)
         if kind == "vote":
-            illegal = {q for q in range(self.n) if q not in opts}
-            exclude = self._exclude() | illegal
-            return self._suspect(exclude if len(exclude) < self.n else illegal)[0]
+            return self._vote_target(opts)[0]
         if kind == "seer":
             centers = [o for o in opts if isinstance(o, str)]
             unknown = [
