@@ -21,7 +21,9 @@ Player N", "Player N is lying" moves a suspicion score per player. Liars are fou
 over-claimed roles, roles seen in the centre, and statements that contradict what this player
 knows; a liar's statements weigh less. Evidence about DEALT cards is moved along the claimed
 (and known) swaps in night order, so the vote targets whoever most likely holds a werewolf
-card at the end of the night. The werewolf team votes for the most suspected non-werewolf.
+card at the end of the night. A swap story counts only from a speaker with no evidence
+against them. The werewolf team votes for the most suspected non-werewolf; a village player
+who finds nobody suspicious (score < CIRCLE_BELOW) votes for the next seat (circle vote).
 """
 
 from __future__ import annotations
