@@ -9,10 +9,11 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from stackelberg.agents import make_agent
+from stackelberg.agents import LLM_AGENT_KINDS, make_agent
 from stackelberg.agents.runner import Table, play_tables
 from stackelberg.games import GAMES, Game, GameError, make_game
 from stackelberg.io import atomic_writer
+from stackelberg.llm import LLMError
 
 
 class UsageError(Exception):
@@ -102,26 +103,37 @@ def cmd_play(args: argparse.Namespace) -> int:
     probe = make_game(args.game, options)
     probe.reset(args.seed)
     kinds = seat_agents(args.agents, probe.n_players)
+    llm = _backend(args) if any(k in LLM_AGENT_KINDS for k in kinds) else None
     for kind in set(kinds):
-        make_agent(kind, args.game)  # validate names before playing anything
+        make_agent(kind, args.game, llm=llm)  # validate names before playing anything
+    batch = args.batch_games or (8 if llm is not None else 1)
 
     records: list[dict[str, Any]] = []
-    first_game: Game | None = None
-    progress = _progress(args.games, f"{args.game} games")
+    first_game: list[Game] = []
+    progress = _progress(args.games, f"{args.game} games", always=llm is not None)
+
+    def finished(table: Table) -> None:
+        progress.update(1)
+
     with atomic_writer(args.out) as out:
-        for i in range(args.games):
-            game = make_game(args.game, options)
-            agents = [make_agent(k, args.game) for k in kinds]
-            rec = play_tables([Table(game, agents, args.seed + i)])[0]
-            if first_game is None:
-                first_game = game
-            if out is not None:
-                out.write(json.dumps(rec) + "\n")
-            records.append({"result": rec["result"], "players": rec["players"]})
-            progress.update(1)
+        for start in range(0, args.games, batch):
+            tables = [
+                Table(
+                    make_game(args.game, options),
+                    [make_agent(k, args.game, llm=llm) for k in kinds],
+                    args.seed + i,
+                )
+                for i in range(start, min(start + batch, args.games))
+            ]
+            for rec in play_tables(tables, llm, on_finish=finished):
+                if out is not None:
+                    out.write(json.dumps(rec) + "\n")
+                records.append({"result": rec["result"], "players": rec["players"]})
+            if not first_game:
+                first_game.append(tables[0].game)
     progress.close()
-    if args.transcript and first_game is not None:
-        print(transcript(first_game))
+    if args.transcript and first_game:
+        print(transcript(first_game[0]))
         print()
     print(summarize(records))
     if args.out:
@@ -129,10 +141,24 @@ def cmd_play(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress(total: int, desc: str):
+def _backend(args: argparse.Namespace):
+    from stackelberg.llm import make_llm
+
+    config: dict[str, Any] = {"backend": args.backend}
+    if args.model:
+        config["model"] = args.model
+    if args.base_url:
+        config["base_url"] = args.base_url
+    if args.no_cache:
+        config["cache"] = "off"
+    return make_llm(config)
+
+
+def _progress(total: int, desc: str, always: bool = False):
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, unit="game", disable=total < 20 or not sys.stderr.isatty())
+    quiet = (total < 20 and not always) or not sys.stderr.isatty()
+    return tqdm(total=total, desc=desc, unit="game", disable=quiet)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -152,6 +178,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     play.add_argument("--out", help="write one game record per line (JSONL) here")
     play.add_argument("--transcript", action="store_true", help="print the first game")
+    play.add_argument(
+        "--backend",
+        default="local",
+        choices=["local", "openai", "anthropic"],
+        help="LLM backend of direct/react agents (local: the embedded model)",
+    )
+    play.add_argument("--model", help="model name or checkpoint folder (default: embedded)")
+    play.add_argument("--base-url", help="server URL of the openai/anthropic backend")
+    play.add_argument("--no-cache", action="store_true", help="do not use the LLM response cache")
+    play.add_argument(
+        "--batch-games",
+        type=int,
+        default=0,
+        help="games played at once, their LLM calls batched (default: 8 with LLM agents)",
+    )
     play.set_defaults(func=cmd_play)
     return parser
 
@@ -161,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (UsageError, GameError) as exc:
+    except (UsageError, GameError, LLMError) as exc:
         print(f"stackelberg: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from stackelberg.agents.base import Agent, RandomAgent
 from stackelberg.agents.scripted import scripted_agent
 from stackelberg.games.base import ConfigError
 
-AGENT_KINDS = ("random", "scripted")
+AGENT_KINDS = ("random", "scripted", "direct", "react")
+LLM_AGENT_KINDS = ("direct", "react")
 
 
-def make_agent(kind: str, game: str, **kwargs) -> Agent:
-    """An agent by kind for a game; raises ConfigError naming the allowed kinds."""
+def make_agent(kind: str, game: str, llm: Any = None, **options: Any) -> Agent:
+    """An agent by kind for a game; LLM kinds need a backend. Raises ConfigError on bad names."""
     if kind == "random":
         return RandomAgent()
     if kind == "scripted":
         return scripted_agent(game)
+    if kind in LLM_AGENT_KINDS:
+        if llm is None:
+            raise ConfigError(f"agent {kind!r} needs an LLM backend (e.g. --backend local)")
+        from stackelberg.agents.llm_agents import LLMAgent, ReactAgent
+
+        return (LLMAgent if kind == "direct" else ReactAgent)(llm, **options)
     raise ConfigError(f"unknown agent {kind!r}; choose one of: {', '.join(AGENT_KINDS)}")
 
 
-__all__ = ["AGENT_KINDS", "Agent", "RandomAgent", "make_agent"]
+__all__ = ["AGENT_KINDS", "LLM_AGENT_KINDS", "Agent", "RandomAgent", "make_agent"]

@@ -1,0 +1,114 @@
+"""Prompts of LLM players, built from what a player may know.
+
+One builder serves the LLM agents, the Measurer's follower prompt and the Refiner, so that
+the follower the Measurer imitates reads exactly what an LLM player in that seat would
+read. Prompts are short and concrete (the embedded model has 135M parameters): the rules,
+who you are, the game so far (oldest lines dropped to fit, never cut mid-line), and one
+question.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from stackelberg.games.base import Event, Game, player_name
+from stackelberg.llm import Message, fit_history
+
+_BOOL_LABELS = {"vote": ("approve", "reject"), "quest": ("success", "fail")}
+_CENTER = re.compile(r"^center:([\d,]+)$")
+
+
+def option_label(option: Any, kind: str = "") -> str:
+    """Words for a legal option, as a player would say it."""
+    if option is None:
+        return "nobody (abstain)"
+    if isinstance(option, bool):
+        yes, no = _BOOL_LABELS.get(kind, ("yes", "no"))
+        return yes if option else no
+    if isinstance(option, int):
+        return player_name(option)
+    if isinstance(option, tuple) and all(isinstance(x, int) for x in option):
+        return " and ".join(player_name(x) for x in option)
+    if isinstance(option, str) and (m := _CENTER.match(option)):
+        cards = [str(int(i) + 1) for i in m.group(1).split(",")]
+        return f"centre card{'s' if len(cards) > 1 else ''} {' and '.join(cards)}"
+    return str(option)
+
+
+def history_lines(game: Game, viewer: int, events: Sequence[Event]) -> list[str]:
+    """The events a viewer saw, one line each, as the engine describes them."""
+    lines = []
+    for ev in events:
+        if ev.visible(viewer) and (line := game.describe_event(ev, viewer)):
+            lines.append(line)
+    return lines
+
+
+def identity(game: Game, player: int) -> str:
+    me = game.players[player]
+    role = me.role.replace("_", " ")
+    return f"You are {me.name}. Your secret role: {role} (team {me.team})."
+
+
+@dataclass(frozen=True)
+class PromptSpec:
+    """The fixed parts of a player prompt; the history between them is fitted."""
+
+    system: str
+    question: str
+    assistant_prefix: str = ""
+
+
+def player_spec(game: Game, player: int, question: str, style: str = "") -> PromptSpec:
+    system = f"{game.rules_text}\n\n{identity(game, player)}"
+    if style:
+        system += f"\n{style}"
+    return PromptSpec(system=system, question=question)
+
+
+def build_messages(spec: PromptSpec, lines: Sequence[str]) -> list[Message]:
+    history = "\n".join(lines) if lines else "(nothing has happened yet)"
+    user = f"The game so far:\n{history}\n\n{spec.question}"
+    messages = [{"role": "system", "content": spec.system}, {"role": "user", "content": user}]
+    if spec.assistant_prefix:
+        messages.append({"role": "assistant", "content": spec.assistant_prefix})
+    return messages
+
+
+def fitted_messages(
+    llm: Any, spec: PromptSpec, lines: Sequence[str], reserve: int, limit: int | None = None
+) -> tuple[list[Message], int]:
+    """The prompt with as much recent history as fits; returns it and the lines dropped."""
+    return fit_history(llm, lambda kept: build_messages(spec, kept), list(lines), reserve, limit)
+
+
+SPEECH_STYLE = (
+    "Speak as your character in one or two short sentences. Do not reveal your secret role "
+    "unless it helps your team."
+)
+
+_SPEAKER_PREFIX = re.compile(r"^\s*(\*\*)?(player\s*\d+|me|i)\s*(says)?\s*[:\-]\s*", re.I)
+
+
+def clean_speech(text: str, max_sentences: int = 3) -> str:
+    """A generated speech as one clean line: no speaker tag, quotes or trailing fragment."""
+    text = text.strip().split("\n\n")[0]
+    text = " ".join(text.split())
+    text = _SPEAKER_PREFIX.sub("", text).strip().strip('"').strip()
+    sentences = [x.strip() for x in re.findall(r"[^.!?]+[.!?]+", text)]
+    if sentences:
+        text = " ".join(list(dict.fromkeys(sentences))[:max_sentences])
+    return text
+
+
+def speech_question(game: Game, player: int, prompt: str) -> str:
+    """Ask for speech with a concrete example: small models follow examples, not rules."""
+    n = game.n_players
+    a, b = player_name((player + 1) % n), player_name((player + 2) % n)
+    return (
+        f"{prompt}\nSay one or two sentences to the table, for example: "
+        f'"I trust {a}. {b} is acting strangely."'
+    )
