@@ -1,0 +1,101 @@
+"""Benchmark: shared-prefix scoring vs naive full forwards, for one Measurer instance.
+
+The paper's Werewolf shape with the embedded model: a 2,000-token context, 8 candidate
+utterances of ~120 tokens and 6 follower responses of ~28 tokens each. "Naive" is one full
+forward of context + candidate + response per pair at batch size 1; it is timed on
+``--naive-candidates`` of the 8 candidates and scaled up (printed as ``naive_scale``).
+Prints one JSON line.
+
+    python bench/scoring.py [--naive-candidates 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+
+from stackelberg.llm import make_llm
+
+NAMES = ["Alice", "Bob", "Carol", "Dave", "Erin", "Frank", "Grace"]
+LINES = [
+    "{a} says {b} was very quiet during the last vote and that this is suspicious.",
+    "{a} claims to be the Seer and checked {b} last night: a villager.",
+    "{a} votes to eliminate {b}, because {b} defended the werewolf yesterday.",
+    "{a} thinks {b} and {c} are working together and asks the village to watch them.",
+    "{a} reminds everyone that {b} changed the story about the night twice.",
+    "{a} says the Doctor should protect {b} tonight since {b} is clearly trusted.",
+]
+
+
+def text_of_tokens(llm, n_tokens: int, rng: random.Random, prefix: str = "") -> str:
+    """Game-like text cut to exactly ``n_tokens`` tokens of the model's tokenizer."""
+    parts = [prefix] if prefix else []
+    while len(llm.encode(" ".join(parts), first=False)) < n_tokens + 8:
+        a, b, c = rng.sample(NAMES, 3)
+        parts.append(rng.choice(LINES).format(a=a, b=b, c=c))
+    ids = llm.encode(" ".join(parts), first=False)[:n_tokens]
+    return llm.tokenizer.decode(ids)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--context-tokens", type=int, default=2000)
+    parser.add_argument("--candidates", type=int, default=8)
+    parser.add_argument("--candidate-tokens", type=int, default=120)
+    parser.add_argument("--responses", type=int, default=6)
+    parser.add_argument("--response-tokens", type=int, default=28)
+    parser.add_argument("--naive-candidates", type=int, default=2)
+    args = parser.parse_args()
+
+    llm = make_llm(cache="off")
+    rng = random.Random(0)
+    context = text_of_tokens(
+        llm, args.context_tokens, rng, "Werewolf, day 3. The discussion so far:"
+    )
+    cands = [" " + text_of_tokens(llm, args.candidate_tokens, rng) for _ in range(args.candidates)]
+    resps = [" " + text_of_tokens(llm, args.response_tokens, rng) for _ in range(args.responses)]
+    joiner = "\nNext speaker:"
+
+    llm.score("warm up", [" the threads"])
+    t0 = time.perf_counter()
+    fast = llm.score_nested(context, cands, resps, joiner)
+    shared_s = time.perf_counter() - t0
+
+    k = min(args.naive_candidates, args.candidates)
+    t0 = time.perf_counter()
+    naive = llm.score_nested_naive(context, cands[:k], resps, joiner)
+    naive_s = (time.perf_counter() - t0) * args.candidates / k
+
+    diff = max(
+        abs(x - y)
+        for fc, nc in zip(fast, naive, strict=False)
+        for fr, nr in zip(fc, nc, strict=True)
+        for x, y in zip(fr, nr, strict=True)
+    )
+    ctx, cand_ids, resp_ids = llm._piece_ids(context, cands, resps, joiner)
+    tokens_naive = sum(len(ctx) + len(c) + len(r) for c in cand_ids for r in resp_ids)
+    tokens_shared = len(ctx) + sum(map(len, cand_ids)) + len(cand_ids) * sum(map(len, resp_ids))
+    print(
+        json.dumps(
+            {
+                "naive_s": round(naive_s, 2),
+                "shared_prefix_s": round(shared_s, 2),
+                "speedup": round(naive_s / shared_s, 1),
+                "max_abs_diff": diff,
+                "tokens_naive": tokens_naive,
+                "tokens_shared": tokens_shared,
+                "naive_scale": f"timed on {k} of {args.candidates} candidates, x{args.candidates / k:g}",
+                "shape": {
+                    "context": len(ctx),
+                    "candidates": [len(c) for c in cand_ids],
+                    "responses": [len(r) for r in resp_ids],
+                },
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

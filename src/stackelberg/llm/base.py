@@ -1,0 +1,263 @@
+"""The llm interface: request types, and the ``Backend`` base that caches and batches.
+
+A backend implements two primitives, ``_generate`` (many prompts in one batched call) and
+``_score_nested`` (log-probabilities after a shared context, two levels deep), plus
+``render_chat``, ``count_tokens`` and ``context_window``. The base class adds what every
+backend shares: the response cache, the grouping of ``run_batch`` requests into batched
+calls, and the public ``generate``/``score``/``score_nested`` methods.
+
+Prompts are either raw text (continued as is) or chat messages ``[{"role", "content"}]``
+(rendered with the model's chat template and an assistant turn opened).
+
+Tokenisation of scored text: the pieces (context, candidate, joiner, response; or prefix and
+continuation) are tokenised separately and their ids concatenated; only the first piece gets
+the tokenizer's special tokens (e.g. BOS). Every backend and the reference full forward use
+this same rule, so the scores of the fast paths are comparable to a plain forward pass.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from stackelberg.llm.cache import ResponseCache, cache_key
+
+Message = dict[str, str]
+Prompt = str | list[Message]
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """What a batched generation call shares; requests differing only in prompt, n or seed batch together."""
+
+    temperature: float = 0.7
+    top_p: float = 0.9
+    max_new_tokens: int = 64
+    stop: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GenerateRequest:
+    """Sample ``n`` completions of ``prompt``; the result is a list of ``n`` strings."""
+
+    prompt: Prompt
+    n: int = 1
+    temperature: float = 0.7
+    top_p: float = 0.9
+    max_new_tokens: int = 64
+    stop: tuple[str, ...] = ()
+    seed: int = 0
+
+    @property
+    def sampling(self) -> SamplingParams:
+        return SamplingParams(self.temperature, self.top_p, self.max_new_tokens, tuple(self.stop))
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    """Per-token log-probabilities of each continuation after ``prefix``: list[list[float]]."""
+
+    prefix: Prompt
+    continuations: list[str] = field(default_factory=list)
+
+
+Request = GenerateRequest | ScoreRequest
+
+
+def plain_chat(messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
+    """A template-free rendering, for models without a chat template and for token estimates."""
+    text = "".join(f"{m['role']}: {m['content']}\n" for m in messages)
+    return text + ("assistant:" if add_generation_prompt else "")
+
+
+def _check_messages(prompt: Prompt) -> None:
+    if isinstance(prompt, str):
+        return
+    for m in prompt:
+        if not isinstance(m, dict) or "role" not in m or "content" not in m:
+            raise TypeError(f"chat messages must be dicts with 'role' and 'content', got {m!r}")
+
+
+class Backend(ABC):
+    """One model behind one interface; subclasses implement the underscored primitives."""
+
+    #: Backend kind as named in ``LLMConfig.backend``.
+    name: ClassVar[str] = "backend"
+
+    def __init__(self, model: str, cache: ResponseCache | None = None) -> None:
+        self.model = model
+        self.cache = cache
+
+    # ---- what a backend implements -------------------------------------------------------
+
+    @property
+    @abstractmethod
+    def context_window(self) -> int:
+        """Tokens the model can attend to (prompt + generated)."""
+
+    @abstractmethod
+    def count_tokens(self, text: Prompt) -> int:
+        """Tokens of a prompt as the model will see it (chat messages are rendered first)."""
+
+    @abstractmethod
+    def render_chat(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
+        """Chat messages as the text the model reads."""
+
+    @abstractmethod
+    def _generate(
+        self, prompts: list[Prompt], ns: list[int], seeds: list[int], params: SamplingParams
+    ) -> Iterator[tuple[int, list[str]]]:
+        """Yield ``(index, samples)`` per prompt as each finishes (the order is free)."""
+
+    @abstractmethod
+    def _score_nested(
+        self, context: Prompt, candidates: list[str], responses: list[str], joiner: str
+    ) -> Iterator[tuple[int, int, list[float]]]:
+        """Yield ``(candidate, response, logprobs)`` for every pair (the order is free)."""
+
+    def close(self) -> None:
+        """Release connections, threads and the cache file."""
+        if self.cache is not None:
+            self.cache.close()
+
+    # ---- the public interface ------------------------------------------------------------
+
+    def _key(self, kind: str, **payload: Any) -> str:
+        return cache_key({"backend": self.name, "model": self.model, "kind": kind, **payload})
+
+    def generate(
+        self,
+        prompts: Sequence[Prompt],
+        n: int = 1,
+        temperature: float = 0.7,
+        top_p: float = 0.9,
+        max_new_tokens: int = 64,
+        stop: Sequence[str] = (),
+        seed: int | Sequence[int] = 0,
+    ) -> list[list[str]]:
+        """``n`` samples per prompt, all prompts in one batched call; cached by prompt and seed."""
+        seeds = [seed] * len(prompts) if isinstance(seed, int) else list(seed)
+        if len(seeds) != len(prompts):
+            raise ValueError(f"generate: {len(seeds)} seeds for {len(prompts)} prompts")
+        params = SamplingParams(temperature, top_p, max_new_tokens, tuple(stop))
+        return self._generate_cached(list(prompts), [n] * len(prompts), seeds, params)
+
+    def _generate_cached(
+        self, prompts: list[Prompt], ns: list[int], seeds: list[int], params: SamplingParams
+    ) -> list[list[str]]:
+        for p in prompts:
+            _check_messages(p)
+        if params.max_new_tokens < 1 or any(n < 1 for n in ns):
+            raise ValueError("generate: n and max_new_tokens must be at least 1")
+        keys = [
+            self._key(
+                "generate",
+                prompt=p,
+                n=n,
+                seed=s,
+                temperature=params.temperature,
+                top_p=params.top_p,
+                max_new_tokens=params.max_new_tokens,
+                stop=list(params.stop),
+            )
+            for p, n, s in zip(prompts, ns, seeds, strict=True)
+        ]
+        found = self.cache.get_many(keys) if self.cache is not None else {}
+        results: list[list[str] | None] = [found.get(k) for k in keys]
+        todo = [i for i, r in enumerate(results) if r is None]
+        if todo:
+            outputs = self._generate(
+                [prompts[i] for i in todo], [ns[i] for i in todo], [seeds[i] for i in todo], params
+            )
+            for j, samples in outputs:
+                i = todo[j]
+                results[i] = samples
+                if self.cache is not None:
+                    self.cache.put(keys[i], samples)
+        return results  # type: ignore[return-value]
+
+    def score(self, prefix: Prompt, continuations: Sequence[str]) -> list[list[float]]:
+        """Per-token log-probabilities of each continuation after one shared prefix."""
+        return self.score_nested(prefix, [""], list(continuations))[0]
+
+    def score_nested(
+        self,
+        context: Prompt,
+        candidates: Sequence[str],
+        responses: Sequence[str],
+        joiner: str = "",
+    ) -> list[list[list[float]]]:
+        """Log-probabilities of each response after context + candidate + joiner, per candidate.
+
+        The Measurer's shape: one context, n candidates, the same responses after each; a
+        backend computes the context once and each candidate once. Result ``[c][r]`` holds
+        one log-probability per token of ``responses[r]``.
+        """
+        _check_messages(context)
+        candidates, responses = list(candidates), list(responses)
+        keys = [
+            [
+                self._key(
+                    "score",
+                    pieces=[context, *(p for p in (cand, joiner) if p), resp],
+                )
+                for resp in responses
+            ]
+            for cand in candidates
+        ]
+        found = (
+            self.cache.get_many(k for row in keys for k in row) if self.cache is not None else {}
+        )
+        out = [[found.get(k) for k in row] for row in keys]
+        todo_c = [c for c, row in enumerate(out) if any(v is None for v in row)]
+        todo_r = sorted({r for c in todo_c for r, v in enumerate(out[c]) if v is None})
+        if todo_c:
+            pairs = self._score_nested(
+                context, [candidates[c] for c in todo_c], [responses[r] for r in todo_r], joiner
+            )
+            for ci, ri, logprobs in pairs:
+                c, r = todo_c[ci], todo_r[ri]
+                if out[c][r] is None and self.cache is not None:
+                    self.cache.put(keys[c][r], logprobs)
+                out[c][r] = logprobs
+        return out  # type: ignore[return-value]
+
+    def run_batch(self, requests: Sequence[Request]) -> list[Any]:
+        """Answer a mixed list of requests, in order, batching what can share a call.
+
+        Generate requests with the same sampling parameters go in one ``_generate`` call
+        (prompts, n and seed may differ); score requests with the same prefix share one
+        prefix computation. Cached answers are served from the cache.
+        """
+        results: list[Any] = [None] * len(requests)
+        gen_groups: dict[SamplingParams, list[int]] = {}
+        score_groups: dict[str, list[int]] = {}
+        for i, req in enumerate(requests):
+            if isinstance(req, GenerateRequest):
+                gen_groups.setdefault(req.sampling, []).append(i)
+            elif isinstance(req, ScoreRequest):
+                score_groups.setdefault(json.dumps(req.prefix, sort_keys=True), []).append(i)
+            else:
+                raise TypeError(f"run_batch: not an LLM request: {req!r}")
+        for params, idx in gen_groups.items():
+            reqs = [requests[i] for i in idx]
+            outs = self._generate_cached(
+                [r.prompt for r in reqs], [r.n for r in reqs], [r.seed for r in reqs], params
+            )
+            for i, o in zip(idx, outs, strict=True):
+                results[i] = o
+        for idx in score_groups.values():
+            conts = list(dict.fromkeys(c for i in idx for c in requests[i].continuations))
+            scored = dict(zip(conts, self.score(requests[idx[0]].prefix, conts), strict=True))
+            for i in idx:
+                results[i] = [scored[c] for c in requests[i].continuations]
+        return results
+
+    def __enter__(self) -> Backend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

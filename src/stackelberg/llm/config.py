@@ -1,0 +1,149 @@
+"""The llm configuration (from params files) and ``make_llm``, the one way to get a backend.
+
+Backends are imported only when made, so ``import stackelberg.llm`` stays light (no torch,
+no transformers, no anthropic SDK).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from stackelberg.llm.base import Backend
+from stackelberg.llm.cache import open_cache
+from stackelberg.llm.errors import ConfigError, MissingAPIKeyError
+from stackelberg.llm.retry import RetryPolicy
+
+DEFAULT_OPENAI_BASE_URL = "http://localhost:8000/v1"  # where `vllm serve` listens
+
+
+class LLMConfig(BaseModel):
+    """Which model to use and how to talk to it; unknown keys are an error."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    backend: Literal["local", "openai", "anthropic"] = Field(
+        "local",
+        description="local: transformers in-process; openai: OpenAI-compatible server (vLLM); anthropic: Claude",
+    )
+    model: str = Field(
+        "embedded",
+        description="local: 'embedded', a checkpoint folder or a cached model name; "
+        "openai/anthropic: the served model's name",
+    )
+    base_url: str | None = Field(
+        None, description="server URL; openai: default $OPENAI_BASE_URL or http://localhost:8000/v1"
+    )
+    api_key_env: str | None = Field(
+        None,
+        description="environment variable holding the API key (OPENAI_API_KEY / ANTHROPIC_API_KEY)",
+    )
+    timeout_s: float = Field(120.0, gt=0, description="timeout of one HTTP request")
+    max_retries: int = Field(
+        5, ge=0, description="retries of a transient failure (429, 5xx, timeout)"
+    )
+    retry_base_s: float = Field(
+        0.5, ge=0, description="first backoff; doubles per retry, with jitter"
+    )
+    retry_max_total_s: float = Field(
+        300.0, gt=0, description="no retry starts after this many seconds"
+    )
+    max_concurrency: int = Field(8, ge=1, description="HTTP requests in flight at once per batch")
+    cache: str = Field(
+        "default",
+        description="response cache: 'default' ($STACKELBERG_CACHE_DIR/llm-cache.sqlite), a path, or 'off'",
+    )
+    device: str = Field(
+        "auto", description="local: 'auto' (cuda if available), 'cpu', 'cuda', 'cuda:1'"
+    )
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto", description="local: 'auto' is float32 on CPU, bfloat16 on GPU"
+    )
+    batch_size: int = Field(
+        32, ge=1, description="local: most sequences per generation forward pass"
+    )
+    context_window: int | None = Field(
+        None, gt=0, description="override the model's context window"
+    )
+
+    def retry_policy(self) -> RetryPolicy:
+        return RetryPolicy(
+            max_retries=self.max_retries,
+            base_s=self.retry_base_s,
+            max_total_s=self.retry_max_total_s,
+        )
+
+
+def api_key(config: LLMConfig, default_env: str, required: bool) -> str | None:
+    """The API key from the configured (or default) environment variable."""
+    env = config.api_key_env or default_env
+    key = os.environ.get(env, "").strip() or None
+    if key is None and (required or config.api_key_env):
+        raise MissingAPIKeyError(
+            f"{config.backend} backend: no API key; set the environment variable {env}"
+        )
+    return key
+
+
+def make_llm(config: LLMConfig | dict[str, Any] | None = None, **overrides: Any) -> Backend:
+    """Build the backend a config describes (a dict is validated first)."""
+    try:
+        if config is None:
+            config = LLMConfig(**overrides)
+        elif isinstance(config, dict):
+            config = LLMConfig(**{**config, **overrides})
+        elif overrides:
+            config = config.model_copy(update=overrides)
+            config = LLMConfig(**config.model_dump())
+    except ValidationError as err:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'config'}: {e['msg']}" for e in err.errors()
+        )
+        raise ConfigError(f"invalid llm config: {problems}") from None
+    if config.backend != "local" and config.model == "embedded":
+        raise ConfigError(
+            f"{config.backend} backend: set `model` to the served model's name "
+            "('embedded' is the local backend's built-in model)"
+        )
+    cache = open_cache(config.cache)
+    if config.backend == "local":
+        from stackelberg.llm.local import LocalBackend
+
+        return LocalBackend(
+            config.model,
+            device=config.device,
+            dtype=config.dtype,
+            batch_size=config.batch_size,
+            context_window=config.context_window,
+            cache=cache,
+        )
+    if config.backend == "openai":
+        from stackelberg.llm.openai_compat import OpenAIBackend
+
+        base_url = config.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
+        key = api_key(config, "OPENAI_API_KEY", required="api.openai.com" in base_url)
+        return OpenAIBackend(
+            config.model,
+            base_url=base_url,
+            api_key=key,
+            timeout_s=config.timeout_s,
+            retry=config.retry_policy(),
+            max_concurrency=config.max_concurrency,
+            context_window=config.context_window,
+            cache=cache,
+        )
+    from stackelberg.llm.anthropic_backend import AnthropicBackend
+
+    key = api_key(config, "ANTHROPIC_API_KEY", required=True)
+    return AnthropicBackend(
+        config.model,
+        api_key=key or "",
+        base_url=config.base_url,
+        timeout_s=config.timeout_s,
+        retry=config.retry_policy(),
+        max_concurrency=config.max_concurrency,
+        context_window=config.context_window,
+        cache=cache,
+    )

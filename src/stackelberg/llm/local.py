@@ -1,0 +1,403 @@
+"""The ``local`` backend: a transformers causal LM in this process, on CPU or GPU.
+
+Generation is our own sampling loop over the KV cache, many sequences per forward pass (left
+padded), with one ``torch.Generator`` per sequence seeded from the request's seed and the
+sample's index: a request's output does not depend on what else is in the batch, which makes
+runs reproducible and cached answers valid.
+
+Scoring computes a shared prefix once and reuses its KV cache: the context once, then one
+forward per candidate that packs the candidate and all its responses into one row, as a tree
+(a custom attention mask lets each response see the context, the candidate and itself, not
+its siblings). So the context is computed once, each candidate once, each response once per
+candidate; nothing is padded and the context cache is never copied per row. Logits are
+computed only at the positions that predict a scored token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
+
+from stackelberg.llm.base import Backend, Message, Prompt, SamplingParams, plain_chat
+from stackelberg.llm.cache import ResponseCache
+from stackelberg.llm.embedded import EMBEDDED_NAME, GGUF_FILE, ensure_checkpoint
+from stackelberg.llm.errors import ContextLengthError, ModelNotFoundError
+
+log = logging.getLogger(__name__)
+
+#: Most tokens packed into one scoring forward (its mask is tokens x (prefix + tokens)).
+PACK_TOKENS = 2048
+
+
+def sample_seed(seed: int, index: int) -> int:
+    """The generator seed of sample ``index`` of a request seeded ``seed``."""
+    digest = hashlib.sha256(f"{seed}:{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+
+
+def _set_threads() -> None:
+    """Use every core this process may run on, unless the user chose (OMP_NUM_THREADS)."""
+    if os.environ.get("OMP_NUM_THREADS"):
+        return
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    torch.set_num_threads(max(1, cores))
+
+
+def sample_tokens(
+    logits: torch.Tensor, temperature: float, top_p: float, generators: Sequence[torch.Generator]
+) -> torch.Tensor:
+    """One token per row: greedy at temperature 0, else nucleus sampling with each row's generator."""
+    if temperature <= 0:
+        return logits.argmax(-1)
+    probs = torch.softmax(logits.float() / temperature, dim=-1)
+    sorted_p, order = probs.sort(dim=-1, descending=True)
+    keep = (sorted_p.cumsum(-1) - sorted_p) < top_p  # the most likely token always stays
+    cum = (sorted_p * keep).cumsum(-1)
+    u = torch.stack([torch.rand((), generator=g, dtype=cum.dtype) for g in generators])
+    pick = torch.searchsorted(cum, (u * cum[:, -1]).unsqueeze(-1)).clamp(max=cum.shape[-1] - 1)
+    return order.gather(-1, pick).squeeze(-1)
+
+
+def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
+    """The text before the earliest stop string, and whether one was found."""
+    cuts = [i for i in (text.find(s) for s in stop if s) if i >= 0]
+    return (text[: min(cuts)], True) if cuts else (text, False)
+
+
+class LocalBackend(Backend):
+    """A causal LM loaded with transformers; ``model="embedded"`` is the built-in SmolLM2."""
+
+    name = "local"
+
+    def __init__(
+        self,
+        model: str = EMBEDDED_NAME,
+        device: str = "auto",
+        dtype: str = "auto",
+        batch_size: int = 32,
+        context_window: int | None = None,
+        cache: ResponseCache | None = None,
+    ) -> None:
+        path = str(ensure_checkpoint()) if model == EMBEDDED_NAME else model
+        # The cache key names the embedded file, so a new embedded model invalidates old answers.
+        super().__init__(f"embedded:{GGUF_FILE}" if model == EMBEDDED_NAME else model, cache)
+        self.device = torch.device(
+            ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+        )
+        if self.device.type == "cpu":
+            _set_threads()
+        if dtype == "auto":
+            dtype = "float32" if self.device.type == "cpu" else "bfloat16"
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(path)
+            self.lm = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
+        except OSError as err:
+            where = (
+                "a folder"
+                if Path(path).exists()
+                else "a local folder nor in the Hugging Face cache"
+            )
+            raise ModelNotFoundError(
+                f"local backend: cannot load model {model!r}: not {where} with a checkpoint "
+                f"(nothing is downloaded on this machine); use 'embedded' or a checkpoint path ({err})"
+            ) from None
+        self.lm.to(self.device).eval()
+        self.batch_size = batch_size
+        self._context_window = context_window or int(
+            getattr(self.lm.config, "max_position_embeddings", 2048)
+        )
+        self.decoder = self.lm.base_model
+        self.head = self.lm.get_output_embeddings()
+        params = inspect.signature(self.decoder.forward).parameters
+        self._cache_kw = "cache" if "cache" in params else "past_key_values"
+        gen_eos = getattr(self.lm.generation_config, "eos_token_id", None)
+        eos = gen_eos if isinstance(gen_eos, list) else [gen_eos]
+        self.eos_ids = {i for i in [*eos, self.tokenizer.eos_token_id] if i is not None}
+        pad = self.tokenizer.pad_token_id
+        self.pad_id = pad if pad is not None else min(self.eos_ids, default=0)
+
+    # ---- text and tokens ------------------------------------------------------------------
+
+    @property
+    def context_window(self) -> int:
+        return self._context_window
+
+    def render_chat(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
+        if not self.tokenizer.chat_template:
+            return plain_chat(messages, add_generation_prompt)
+        return self.tokenizer.apply_chat_template(
+            list(messages), tokenize=False, add_generation_prompt=add_generation_prompt
+        )
+
+    def encode(self, text: str, first: bool = True) -> list[int]:
+        """Token ids of one piece; only the first piece gets special tokens (BOS), once."""
+        bos = self.tokenizer.bos_token
+        special = first and not (bos and text.startswith(bos))
+        return self.tokenizer(text, add_special_tokens=special)["input_ids"]
+
+    def prompt_ids(self, prompt: Prompt) -> list[int]:
+        text = prompt if isinstance(prompt, str) else self.render_chat(prompt)
+        return self.encode(text, first=True)
+
+    def count_tokens(self, text: Prompt) -> int:
+        return len(self.prompt_ids(text))
+
+    def _check_length(self, n_tokens: int, what: str) -> None:
+        if n_tokens > self.context_window:
+            raise ContextLengthError(
+                f"local backend: {what} needs {n_tokens} tokens but {self.model} has a context "
+                f"window of {self.context_window}; shorten the prompt (see llm.fit_history)"
+            )
+
+    # ---- forward passes ---------------------------------------------------------------------
+
+    def _forward(
+        self,
+        ids: torch.Tensor,
+        cache: Any,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, Any]:
+        """Hidden states (before the LM head) and the grown cache."""
+        out = self.decoder(
+            input_ids=ids.to(self.device),
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            use_cache=cache is not None,
+            **{self._cache_kw: cache},
+        )
+        return out.last_hidden_state, getattr(out, self._cache_kw)
+
+    def _new_cache(self, rows: list[tuple[torch.Tensor, torch.Tensor]] | None = None) -> Any:
+        return (
+            DynamicCache(rows, config=self.lm.config)
+            if rows
+            else DynamicCache(config=self.lm.config)
+        )
+
+    def _logprobs(self, hidden: torch.Tensor, targets: list[int]) -> list[float]:
+        """Log-probabilities of ``targets``, each predicted by the matching row of ``hidden``."""
+        if not targets:
+            return []
+        logits = self.head(hidden).float()
+        logp = torch.log_softmax(logits, dim=-1)
+        idx = torch.tensor(targets, device=logp.device).unsqueeze(-1)
+        return logp.gather(-1, idx).squeeze(-1).tolist()
+
+    # ---- generation ---------------------------------------------------------------------------
+
+    @torch.inference_mode()
+    def _generate(
+        self, prompts: list[Prompt], ns: list[int], seeds: list[int], params: SamplingParams
+    ) -> Iterator[tuple[int, list[str]]]:
+        ids = [self.prompt_ids(p) for p in prompts]
+        for i in ids:
+            self._check_length(len(i) + params.max_new_tokens, "prompt + max_new_tokens")
+        # Similar lengths together (less padding); chunks of at most batch_size sequences.
+        order = sorted(range(len(prompts)), key=lambda i: len(ids[i]))
+        chunk: list[int] = []
+        rows = 0
+        for i in order:
+            if chunk and rows + ns[i] > self.batch_size:
+                yield from self._generate_chunk(chunk, ids, ns, seeds, params)
+                chunk, rows = [], 0
+            chunk.append(i)
+            rows += ns[i]
+        if chunk:
+            yield from self._generate_chunk(chunk, ids, ns, seeds, params)
+
+    def _generate_chunk(
+        self,
+        chunk: list[int],
+        ids: list[list[int]],
+        ns: list[int],
+        seeds: list[int],
+        params: SamplingParams,
+    ) -> Iterator[tuple[int, list[str]]]:
+        """Prefill each prompt once, fork its cache into its n samples, then decode together."""
+        width = max(len(ids[i]) for i in chunk)
+        input_ids = torch.full((len(chunk), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(chunk), width), dtype=torch.long)
+        for row, i in enumerate(chunk):
+            input_ids[row, width - len(ids[i]) :] = torch.tensor(ids[i])
+            mask[row, width - len(ids[i]) :] = 1
+        mask = mask.to(self.device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        hidden, cache = self._forward(input_ids, self._new_cache(), mask, positions)
+        expand = torch.tensor([r for r, i in enumerate(chunk) for _ in range(ns[i])])
+        cache.batch_select_indices(expand.to(self.device))
+        mask, last = mask[expand.to(self.device)], hidden[expand.to(self.device), -1]
+        owners = [(i, j) for i in chunk for j in range(ns[i])]  # (prompt, sample) per row
+        gens = [torch.Generator().manual_seed(sample_seed(seeds[i], j)) for i, j in owners]
+        tokens: list[list[int]] = [[] for _ in owners]
+        live = list(range(len(owners)))  # the owner of each row still in the batch
+        finished: set[int] = set()  # owners done but still riding along in the batch
+        for step in range(params.max_new_tokens):
+            nxt = sample_tokens(
+                self.head(last).float().cpu(),
+                params.temperature,
+                params.top_p,
+                [gens[g] for g in live],
+            ).tolist()
+            for g, tok in zip(live, nxt, strict=True):
+                if g in finished:
+                    continue
+                if tok in self.eos_ids:
+                    finished.add(g)
+                    continue
+                tokens[g].append(tok)
+                if params.stop and cut_at_stop(self._decode(tokens[g]), params.stop)[1]:
+                    finished.add(g)
+            n_done = sum(g in finished for g in live)
+            if n_done == len(live) or step == params.max_new_tokens - 1:
+                break
+            if n_done >= max(1, len(live) // 4):  # drop finished rows once it pays
+                keep = [r for r, g in enumerate(live) if g not in finished]
+                sel = torch.tensor(keep, device=self.device)
+                cache.batch_select_indices(sel)
+                mask, nxt = mask[sel], [nxt[r] for r in keep]
+                live = [live[r] for r in keep]
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1)
+            pos = mask.sum(-1, keepdim=True) - 1
+            hidden, cache = self._forward(torch.tensor(nxt).unsqueeze(-1), cache, mask, pos)
+            last = hidden[:, -1]
+        texts = [cut_at_stop(self._decode(t), params.stop)[0] for t in tokens]
+        pos = 0
+        for i in chunk:
+            yield i, texts[pos : pos + ns[i]]
+            pos += ns[i]
+
+    def _decode(self, tokens: list[int]) -> str:
+        return self.tokenizer.decode(tokens, skip_special_tokens=True)
+
+    # ---- scoring --------------------------------------------------------------------------------
+
+    def _piece_ids(
+        self, context: Prompt, candidates: list[str], responses: list[str], joiner: str
+    ) -> tuple[list[int], list[list[int]], list[list[int]]]:
+        ctx = self.prompt_ids(context)
+        join = self.encode(joiner, first=False) if joiner else []
+        cands = [(self.encode(c, first=False) if c else []) + join for c in candidates]
+        resps = [self.encode(r, first=False) if r else [] for r in responses]
+        if not ctx:
+            raise ValueError(
+                "score: the context is empty and the tokenizer adds no BOS token, so the first "
+                "token has nothing to be predicted from; give a non-empty prefix"
+            )
+        longest = len(ctx) + max(map(len, cands), default=0) + max(map(len, resps), default=0)
+        self._check_length(longest, "scoring context + candidate + response")
+        return ctx, cands, resps
+
+    def _tree_forward(
+        self, cache: Any, prefix_len: int, segments: list[list[int]], parents: list[int | None]
+    ) -> torch.Tensor:
+        """Run a tree of continuations of one cached prefix as ONE packed row; return its states.
+
+        Segment ``i`` attends to the whole prefix, to its ancestors (``parents[i]``, which come
+        earlier in the list) and causally to itself, never to its siblings; its positions
+        continue from its parent's end. The result equals one plain forward per root-to-leaf
+        path, without copying the prefix cache per path. The cache is cut back to the prefix
+        afterwards, so it can serve the next tree.
+        """
+        lengths = [len(s) for s in segments]
+        offsets = [sum(lengths[:i]) for i in range(len(segments))]
+        q = sum(lengths)
+        allowed = torch.zeros((q, prefix_len + q), dtype=torch.bool)
+        allowed[:, :prefix_len] = True
+        starts: list[int] = []  # position of each segment's first token
+        pieces = []
+        for i, n in enumerate(lengths):
+            a, parent = prefix_len + offsets[i], parents[i]
+            rows = slice(offsets[i], offsets[i] + n)
+            allowed[rows, a : a + n] = torch.ones((n, n), dtype=torch.bool).tril()
+            while parent is not None:
+                pa = prefix_len + offsets[parent]
+                allowed[rows, pa : pa + lengths[parent]] = True
+                parent = parents[parent]
+            parent = parents[i]
+            starts.append(prefix_len if parent is None else starts[parent] + lengths[parent])
+            pieces.append(starts[i] + torch.arange(n))
+        mask = torch.zeros(allowed.shape, dtype=self.lm.dtype).masked_fill(
+            ~allowed, torch.finfo(self.lm.dtype).min
+        )
+        ids = torch.tensor([[t for s in segments for t in s]], dtype=torch.long)
+        hidden, cache = self._forward(
+            ids, cache, mask[None, None].to(self.device), torch.cat(pieces)[None].to(self.device)
+        )
+        for layer in cache.layers:  # back to the prefix: views, no copy
+            layer.keys = layer.keys[:, :, :prefix_len]
+            layer.values = layer.values[:, :, :prefix_len]
+        return hidden[0]
+
+    @torch.inference_mode()
+    def _score_nested(
+        self, context: Prompt, candidates: list[str], responses: list[str], joiner: str
+    ) -> Iterator[tuple[int, int, list[float]]]:
+        ctx, cands, resps = self._piece_ids(context, candidates, responses, joiner)
+        hidden, cache = self._forward(torch.tensor([ctx]), self._new_cache())
+        ctx_last = hidden[0, -1]
+        todo = [r for r in range(len(resps)) if resps[r]]
+        for c, cand in enumerate(cands):
+            for r in range(len(resps)):
+                if not resps[r]:
+                    yield c, r, []
+            # One packed forward per candidate: the candidate, then its responses as branches.
+            for part in self._chunks(todo, [len(x) for x in resps], PACK_TOKENS - len(cand)):
+                segments = ([cand] if cand else []) + [resps[r] for r in part]
+                parents = [None] + [0] * len(part) if cand else [None] * len(part)
+                states = self._tree_forward(cache, len(ctx), segments, parents)
+                before = states[len(cand) - 1] if cand else ctx_last
+                start, preds = len(cand), []
+                for r in part:  # token k of a response is predicted by the state before it
+                    preds += [before[None], states[start : start + len(resps[r]) - 1]]
+                    start += len(resps[r])
+                flat = self._logprobs(torch.cat(preds), [t for r in part for t in resps[r]])
+                start = 0
+                for r in part:
+                    yield c, r, flat[start : start + len(resps[r])]
+                    start += len(resps[r])
+
+    @staticmethod
+    def _chunks(items: list[int], lengths: list[int], budget: int) -> Iterator[list[int]]:
+        """Consecutive groups of items whose lengths sum to at most ``budget`` (at least one)."""
+        group: list[int] = []
+        total = 0
+        for i in items:
+            if group and total + lengths[i] > budget:
+                yield group
+                group, total = [], 0
+            group.append(i)
+            total += lengths[i]
+        if group:
+            yield group
+
+    @torch.inference_mode()
+    def score_nested_naive(
+        self, context: Prompt, candidates: Sequence[str], responses: Sequence[str], joiner: str = ""
+    ) -> list[list[list[float]]]:
+        """The reference: one plain full forward per (candidate, response), batch size 1.
+
+        Same tokenisation as the fast path; used by the tests and ``bench/scoring.py``.
+        """
+        ctx, cands, resps = self._piece_ids(context, list(candidates), list(responses), joiner)
+        out: list[list[list[float]]] = []
+        for cand in cands:
+            row = []
+            for resp in resps:
+                full = ctx + cand + resp
+                hidden, _ = self._forward(torch.tensor([full]), None)
+                start = len(full) - len(resp)
+                row.append(self._logprobs(hidden[0, start - 1 : len(full) - 1], resp))
+            out.append(row)
+        return out

@@ -1,0 +1,294 @@
+"""The ``openai`` backend: any OpenAI-compatible HTTP server, vLLM first.
+
+Generation uses /v1/chat/completions for chat messages and /v1/completions for raw text.
+Scoring uses vLLM's ``prompt_logprobs`` on /v1/completions: the prompt is sent as token ids
+(from vLLM's /tokenize endpoint), so token boundaries are exactly the ones we scored and no
+text round trip can shift them. Each (candidate, response) pair is one request; vLLM's
+prefix caching computes the shared context once on the server. The requests of one batch
+are sent concurrently, at most ``max_concurrency`` at a time.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Iterator, Sequence
+from functools import cached_property
+from typing import Any
+
+import httpx
+
+from stackelberg.llm.base import Backend, Message, Prompt, SamplingParams, plain_chat
+from stackelberg.llm.cache import ResponseCache
+from stackelberg.llm.errors import (
+    AuthError,
+    BadRequestError,
+    ContextLengthError,
+    LLMError,
+    ModelNotFoundError,
+    TransientError,
+)
+from stackelberg.llm.pool import CallPool
+from stackelberg.llm.retry import RetryPolicy
+
+#: Used when neither the config nor the server (vLLM's /v1/models) says.
+FALLBACK_CONTEXT_WINDOW = 8192
+CONTEXT_MARKERS = ("maximum context length", "context length", "too long", "max_model_len")
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (a number or an HTTP date)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        when = email.utils.parsedate_to_datetime(value)
+        return max(0.0, when.timestamp() - time.time()) if when else None
+
+
+def error_message(response: httpx.Response) -> str:
+    """The server's error text: OpenAI's {"error": {"message"}} or vLLM's {"message"}/{"detail"}."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:300]
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            return str(err.get("message") or err.get("detail") or err)[:300]
+        return str(err)[:300]
+    return str(body)[:300]
+
+
+class OpenAIBackend(Backend):
+    """Talks HTTP (httpx) to an OpenAI-compatible server."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        api_key: str | None = None,
+        timeout_s: float = 120.0,
+        retry: RetryPolicy | None = None,
+        max_concurrency: int = 8,
+        context_window: int | None = None,
+        cache: ResponseCache | None = None,
+    ) -> None:
+        super().__init__(model, cache)
+        self.base_url = base_url.rstrip("/")
+        # vLLM serves /tokenize and /detokenize at the root, not under /v1.
+        self.root_url = self.base_url.removesuffix("/v1")
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.http = httpx.Client(timeout=timeout_s, headers=headers)
+        self.timeout_s = timeout_s
+        self.retry = retry or RetryPolicy()
+        self.pool = CallPool(max_concurrency)
+        self._context_override = context_window
+        self._token_cache: dict[str, list[int]] = {}
+
+    # ---- HTTP -------------------------------------------------------------------------------
+
+    def _post_once(self, url: str, payload: dict[str, Any]) -> Any:
+        """One attempt; every failure becomes an ``LLMError`` (transient ones are retried)."""
+        try:
+            response = self.http.post(url, json=payload)
+        except httpx.TimeoutException:
+            raise TransientError(f"no answer from {url} within {self.timeout_s:g}s") from None
+        except httpx.TransportError as err:
+            raise TransientError(f"cannot reach {url}: {err}") from None
+        status = response.status_code
+        if status == 429 or status >= 500:
+            raise TransientError(
+                f"{url} answered {status}: {error_message(response)}",
+                retry_after=parse_retry_after(response.headers.get("retry-after")),
+            )
+        if status in (401, 403):
+            raise AuthError(
+                f"openai backend: {url} rejected the API key ({status}); set OPENAI_API_KEY "
+                "or the variable named by api_key_env"
+            )
+        if status == 404:
+            message = error_message(response)
+            if "model" in message.lower():
+                raise ModelNotFoundError(
+                    f"openai backend: model {self.model!r} is not served at {self.base_url}: {message}"
+                )
+            raise LLMError(f"openai backend: {url} does not exist (404): {message}")
+        if status >= 400:
+            message = error_message(response)
+            kind = (
+                ContextLengthError
+                if any(m in message.lower() for m in CONTEXT_MARKERS)
+                else BadRequestError
+            )
+            raise kind(f"openai backend: {url} refused the request ({status}): {message}")
+        try:
+            return response.json()
+        except ValueError:
+            raise TransientError(f"{url} sent malformed JSON: {response.text[:80]!r}") from None
+
+    def _post(self, path: str, payload: dict[str, Any], root: bool = False) -> Any:
+        url = (self.root_url if root else self.base_url) + path
+        return self.retry.call(lambda: self._post_once(url, payload), what=f"openai {path}")
+
+    def _get_models(self) -> list[dict[str, Any]]:
+        url = self.base_url + "/models"
+
+        def once() -> Any:
+            try:
+                response = self.http.get(url)
+                response.raise_for_status()
+                return response.json().get("data", [])
+            except (httpx.HTTPError, ValueError, AttributeError):
+                return []
+
+        return once()
+
+    # ---- text and tokens --------------------------------------------------------------------
+
+    @cached_property
+    def _served_window(self) -> int | None:
+        for m in self._get_models():
+            if m.get("id") == self.model and m.get("max_model_len"):
+                return int(m["max_model_len"])
+        return None
+
+    @property
+    def context_window(self) -> int:
+        return self._context_override or self._served_window or FALLBACK_CONTEXT_WINDOW
+
+    def _tokenize(self, prompt: Prompt, special: bool) -> list[int]:
+        """Token ids from the server's /tokenize (chat messages rendered by its template)."""
+        key = repr((prompt, special))
+        if key not in self._token_cache:
+            if isinstance(prompt, str):
+                payload = {"model": self.model, "prompt": prompt, "add_special_tokens": special}
+            else:
+                payload = {"model": self.model, "messages": prompt, "add_generation_prompt": True}
+            data = self._post("/tokenize", payload, root=True)
+            try:
+                self._token_cache[key] = [int(t) for t in data["tokens"]]
+            except (KeyError, TypeError, ValueError):
+                raise LLMError(
+                    f"openai backend: /tokenize answered without tokens: {data!r:.100}"
+                ) from None
+        return self._token_cache[key]
+
+    def count_tokens(self, text: Prompt) -> int:
+        return len(self._tokenize(text, special=True))
+
+    def render_chat(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
+        """The server's rendering: /tokenize the messages, then /detokenize the ids."""
+        payload = {
+            "model": self.model,
+            "messages": list(messages),
+            "add_generation_prompt": add_generation_prompt,
+        }
+        try:
+            tokens = self._post("/tokenize", payload, root=True)["tokens"]
+            return self._post("/detokenize", {"model": self.model, "tokens": tokens}, root=True)[
+                "prompt"
+            ]
+        except (LLMError, KeyError, TypeError):
+            return plain_chat(messages, add_generation_prompt)
+
+    # ---- generation -------------------------------------------------------------------------
+
+    def _generate_one(self, prompt: Prompt, n: int, seed: int, params: SamplingParams) -> list[str]:
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "n": n,
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "max_tokens": params.max_new_tokens,
+            "seed": seed,
+        }
+        if params.stop:
+            payload["stop"] = list(params.stop)
+        chat = not isinstance(prompt, str)
+        payload["messages" if chat else "prompt"] = prompt
+        path = "/chat/completions" if chat else "/completions"
+
+        def once() -> list[str]:
+            data = self._post_once(self.base_url + path, payload)
+            try:
+                choices = sorted(data["choices"], key=lambda c: c.get("index", 0))
+                texts = [(c["message"]["content"] if chat else c["text"]) or "" for c in choices]
+            except (KeyError, TypeError, AttributeError):
+                raise TransientError(f"{path} answered without choices: {data!r:.100}") from None
+            if len(texts) != n:
+                raise TransientError(f"{path} answered {len(texts)} choices for n={n}")
+            return texts
+
+        return self.retry.call(once, what=f"openai {path}")
+
+    def _generate(
+        self, prompts: list[Prompt], ns: list[int], seeds: list[int], params: SamplingParams
+    ) -> Iterator[tuple[int, list[str]]]:
+        calls = [
+            (lambda p=p, n=n, s=s: self._generate_one(p, n, s, params))
+            for p, n, s in zip(prompts, ns, seeds, strict=True)
+        ]
+        return self.pool.run(calls)
+
+    # ---- scoring ------------------------------------------------------------------------------
+
+    def _prompt_logprobs(self, ids: list[int], start: int) -> list[float]:
+        """Log-probabilities of ``ids[start:]`` given what precedes them, from prompt_logprobs."""
+        if len(ids) > self.context_window:
+            raise ContextLengthError(
+                f"openai backend: scoring needs {len(ids)} tokens but {self.model} has a "
+                f"context window of {self.context_window}; shorten the context"
+            )
+        payload = {
+            "model": self.model,
+            "prompt": ids,
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "prompt_logprobs": 1,  # the prompt token itself is always included
+        }
+
+        def once() -> list[float]:
+            data = self._post_once(self.base_url + "/completions", payload)
+            try:
+                per_token = data["choices"][0]["prompt_logprobs"]
+                out = []
+                for pos in range(start, len(ids)):
+                    entry = per_token[pos][str(ids[pos])]
+                    out.append(float(entry["logprob"] if isinstance(entry, dict) else entry))
+            except (KeyError, IndexError, TypeError, ValueError):
+                raise TransientError(
+                    "/completions answered without usable prompt_logprobs (is this a vLLM server?)"
+                ) from None
+            return out
+
+        return self.retry.call(once, what="openai /completions prompt_logprobs")
+
+    def _score_nested(
+        self, context: Prompt, candidates: list[str], responses: list[str], joiner: str
+    ) -> Iterator[tuple[int, int, list[float]]]:
+        ctx = self._tokenize(context, special=True)
+        if not ctx:
+            raise ValueError("score: the context is empty; give a non-empty prefix")
+        join = self._tokenize(joiner, special=False) if joiner else []
+        cands = [(self._tokenize(c, special=False) if c else []) + join for c in candidates]
+        resps = [self._tokenize(r, special=False) if r else [] for r in responses]
+        pairs = [(c, r) for c in range(len(cands)) for r in range(len(resps))]
+        calls = []
+        for c, r in pairs:
+            prefix = ctx + cands[c]
+            if resps[r]:
+                calls.append(lambda p=prefix, x=resps[r]: self._prompt_logprobs(p + x, len(p)))
+            else:
+                calls.append(lambda: [])
+        for i, logprobs in self.pool.run(calls):
+            c, r = pairs[i]
+            yield c, r, logprobs
+
+    def close(self) -> None:
+        self.pool.close()
+        self.http.close()
+        super().close()

@@ -1,0 +1,215 @@
+"""A local HTTP server speaking the parts of the vLLM/OpenAI and Anthropic APIs we use.
+
+Tokens are characters (id = code point, BOS = 1), and the log-probability of token t after
+token p is a fixed function, so tests know every expected value. Faults can be queued per
+path ("429", "500", "529", "hang", "badjson", "401", "400ctx") or attached to prompts that
+contain a marker string (a fault that never clears).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+BOS = 1
+MODEL = "fake-model"
+CONTEXT = 4096
+
+
+def fake_logprob(prev: int, tok: int) -> float:
+    return -((prev * 31 + tok * 7) % 97) / 10.0
+
+
+def tokenize(text: str, special: bool) -> list[int]:
+    return ([BOS] if special else []) + [ord(c) for c in text]
+
+
+def render(messages: list[dict[str, str]]) -> str:
+    return "".join(f"<{m['role']}>{m['content']}" for m in messages) + "<assistant>"
+
+
+class FakeServer:
+    def __init__(self) -> None:
+        self.faults: dict[str, list[str]] = {}
+        self.poison: dict[str, str] = {}  # marker in the prompt -> fault, every time
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.hang_s = 1.0
+        self.delay_s = 0.0
+        self.inflight = 0
+        self.max_inflight = 0
+        self._lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    def __enter__(self) -> FakeServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def count(self, path: str) -> int:
+        return sum(1 for p, _ in self.requests if p == path)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+                raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def do_GET(self) -> None:
+                if self.path == "/v1/models":
+                    self.send(200, {"data": [{"id": MODEL, "max_model_len": CONTEXT}]})
+                else:
+                    self.send(404, {"error": {"message": "no route"}})
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
+                with server._lock:
+                    server.requests.append((self.path, body))
+                    server.inflight += 1
+                    server.max_inflight = max(server.max_inflight, server.inflight)
+                    queue = server.faults.get(self.path, [])
+                    fault = queue.pop(0) if queue else None
+                text = json.dumps(body)
+                for marker, f in server.poison.items():
+                    if marker in text:
+                        fault = f
+                try:
+                    if server.delay_s:
+                        time.sleep(server.delay_s)
+                    if fault and self.fault(fault):
+                        return
+                    self.route(body)
+                finally:
+                    with server._lock:
+                        server.inflight -= 1
+
+            def fault(self, fault: str) -> bool:
+                """Answer with the fault; False when the fault only delays ("hang")."""
+                anthropic = self.path.startswith("/v1/messages")
+                if fault == "hang":
+                    time.sleep(server.hang_s)
+                    return False
+                if fault == "badjson":
+                    self.send(200, b'{"choices": [ this is not json')
+                elif fault == "429":
+                    self.send(429, {"error": {"message": "slow down"}}, {"retry-after": "0.1"})
+                elif fault in ("500", "529"):
+                    self.send(int(fault), {"error": {"type": "api_error", "message": "boom"}})
+                elif fault == "401":
+                    self.send(
+                        401, {"error": {"type": "authentication_error", "message": "bad key"}}
+                    )
+                elif fault == "400ctx":
+                    msg = (
+                        "prompt is too long: 300000 tokens > 200000 maximum"
+                        if anthropic
+                        else "This model's maximum context length is 4096 tokens."
+                    )
+                    self.send(
+                        400,
+                        {
+                            "type": "error",
+                            "error": {"type": "invalid_request_error", "message": msg},
+                        },
+                    )
+                return True
+
+            def route(self, body: dict[str, Any]) -> None:
+                model = body.get("model")
+                if self.path in ("/v1/chat/completions", "/v1/completions", "/v1/messages"):
+                    if model != MODEL:
+                        err = {
+                            "type": "not_found_error",
+                            "message": f"The model `{model}` does not exist.",
+                        }
+                        self.send(404, {"type": "error", "error": err})
+                        return
+                if self.path == "/tokenize":
+                    if "messages" in body:
+                        tokens = tokenize(render(body["messages"]), True)
+                    else:
+                        tokens = tokenize(body["prompt"], body.get("add_special_tokens", True))
+                    self.send(
+                        200, {"count": len(tokens), "max_model_len": CONTEXT, "tokens": tokens}
+                    )
+                elif self.path == "/detokenize":
+                    self.send(200, {"prompt": "".join(chr(t) for t in body["tokens"] if t != BOS)})
+                elif self.path == "/v1/chat/completions":
+                    last = body["messages"][-1]["content"]
+                    choices = [
+                        {
+                            "index": i,
+                            "message": {"role": "assistant", "content": self.text(last, body, i)},
+                        }
+                        for i in range(body.get("n", 1))
+                    ]
+                    self.send(200, {"choices": choices})
+                elif self.path == "/v1/completions":
+                    prompt = body["prompt"]
+                    choice: dict[str, Any] = {"index": 0, "text": "x"}
+                    if isinstance(prompt, list):
+                        entries: list[Any] = [None]
+                        for prev, tok in zip(prompt, prompt[1:], strict=False):
+                            entries.append(
+                                {str(tok): {"logprob": fake_logprob(prev, tok), "rank": 3}}
+                            )
+                        choice["prompt_logprobs"] = entries
+                        self.send(200, {"choices": [choice]})
+                    else:
+                        n = body.get("n", 1)
+                        self.send(
+                            200,
+                            {
+                                "choices": [
+                                    {"index": i, "text": self.text(prompt, body, i)}
+                                    for i in range(n)
+                                ]
+                            },
+                        )
+                elif self.path == "/v1/messages":
+                    last = body["messages"][-1]["content"]
+                    text = f"claude:{last[-12:]}|sys={body.get('system')}|stop={body.get('stop_sequences')}"
+                    self.send(
+                        200,
+                        {
+                            "id": "msg_1",
+                            "type": "message",
+                            "role": "assistant",
+                            "model": model,
+                            "content": [{"type": "text", "text": text}],
+                            "stop_reason": "end_turn",
+                            "stop_sequence": None,
+                            "usage": {"input_tokens": 3, "output_tokens": 5},
+                        },
+                    )
+                else:
+                    self.send(404, {"error": {"message": f"no route {self.path}"}})
+
+            @staticmethod
+            def text(prompt: str, body: dict[str, Any], i: int) -> str:
+                return (
+                    f"echo:{prompt[-12:]}|seed={body.get('seed')}|i={i}|t={body.get('temperature')}"
+                )
+
+        return Handler

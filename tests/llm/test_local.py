@@ -1,0 +1,110 @@
+"""The local backend on the real embedded model (loaded once per session)."""
+
+from __future__ import annotations
+
+import pytest
+
+from stackelberg.llm import ContextLengthError, GenerateRequest, ResponseCache, ScoreRequest
+from stackelberg.llm.local import cut_at_stop, sample_seed
+
+pytestmark = pytest.mark.slow
+
+CTX = "Day 2 in the village. Alice: I saw Bob near the well at night. Bob: I was asleep. "
+CHAT = [{"role": "user", "content": "Who is the werewolf, Alice or Bob? Answer with one name."}]
+
+
+def max_diff(a, b) -> float:
+    return max(
+        abs(x - y)
+        for ra, rb in zip(a, b, strict=True)
+        for sa, sb in zip(ra, rb, strict=True)
+        for x, y in zip(sa, sb, strict=True)
+    )
+
+
+def test_nested_scores_match_a_full_forward(local_llm):
+    cands = [" I trust Alice.", " Bob is lying, vote him out now", ""]
+    resps = [" I agree.", " No. Carol is the wolf and I can prove it.", ""]
+    fast = local_llm.score_nested(CTX, cands, resps, joiner="\nCarol:")
+    naive = local_llm.score_nested_naive(CTX, cands, resps, joiner="\nCarol:")
+    assert [len(s) for s in fast[1]] == [len(local_llm.encode(r, first=False)) for r in resps]
+    assert fast[0][2] == [] and all(x < 0 for x in fast[1][1])
+    assert max_diff(fast, naive) <= 1e-4
+
+
+def test_score_with_chat_prefix_matches_a_full_forward(local_llm):
+    fast = local_llm.score(CHAT, ["Alice", "Bob", "Bob."])
+    naive = local_llm.score_nested_naive(CHAT, [""], ["Alice", "Bob", "Bob."])[0]
+    assert max_diff([fast], [naive]) <= 1e-4
+    assert fast[1] == pytest.approx(fast[2][: len(fast[1])], abs=1e-4)  # same prefix tokens
+
+
+def test_tokens_are_pieces_concatenated(local_llm):
+    ctx, cands, resps = local_llm._piece_ids("abc", ["de"], ["fg"], "|")
+    enc = local_llm.encode
+    assert cands[0] == enc("de", first=False) + enc("|", first=False)
+    assert resps[0] == enc("fg", first=False) and ctx == enc("abc")
+
+
+def test_generation_is_deterministic_and_independent_of_the_batch(local_llm):
+    kw = {"max_new_tokens": 8, "temperature": 0.8}
+    alone = local_llm.generate([CHAT], n=2, seed=11, **kw)[0]
+    mixed = local_llm.generate(["The night falls and", CHAT, "Vote: "], n=2, seed=[1, 11, 2], **kw)
+    assert mixed[1] == alone
+    assert local_llm.generate([CHAT], n=1, seed=11, **kw)[0] == alone[:1]
+    other = local_llm.generate([CHAT], n=2, seed=12, **kw)[0]
+    assert other != alone and alone[0] != alone[1]
+
+
+def test_greedy_stop_strings_and_length(local_llm):
+    out = local_llm.generate(["1, 2, 3, 4,"], temperature=0, max_new_tokens=10)[0][0]
+    assert out.startswith(" 5, 6")
+    stopped = local_llm.generate(["1, 2, 3, 4,"], temperature=0, max_new_tokens=10, stop=[" 7"])
+    assert stopped[0][0] == out[: out.index(" 7")]
+    assert len(local_llm.encode(out, first=False)) <= 10
+
+
+def test_cut_at_stop_and_seeds():
+    assert cut_at_stop("a. b! c", [".", "!"]) == ("a", True)
+    assert cut_at_stop("abc", ["x"]) == ("abc", False)
+    assert sample_seed(1, 0) != sample_seed(1, 1) != sample_seed(2, 0)
+
+
+def test_prompt_longer_than_the_context_is_refused(local_llm, monkeypatch):
+    monkeypatch.setattr(local_llm, "_context_window", len(local_llm.encode(CTX)) + 2)
+    with pytest.raises(ContextLengthError, match="context window of"):
+        local_llm.generate([CTX], max_new_tokens=10)
+    with pytest.raises(ContextLengthError):
+        local_llm.score(CTX, [" and more words"] * 2)
+
+
+def test_run_batch_groups_calls_and_serves_the_cache(local_llm, tmp_path, monkeypatch):
+    monkeypatch.setattr(local_llm, "cache", ResponseCache(tmp_path / "c.sqlite"))
+    calls = []
+    real = local_llm._generate
+
+    def spy(prompts, ns, seeds, params):
+        calls.append(len(prompts))
+        return real(prompts, ns, seeds, params)
+
+    monkeypatch.setattr(local_llm, "_generate", spy)
+    reqs = [
+        GenerateRequest("The wolf", max_new_tokens=4, seed=1),
+        ScoreRequest(CTX, [" yes", " no"]),
+        GenerateRequest(CHAT, n=2, max_new_tokens=4, seed=2),
+        GenerateRequest("The wolf", max_new_tokens=5, seed=1),
+        ScoreRequest(CTX, [" no"]),
+    ]
+    first = local_llm.run_batch(reqs)
+    assert calls == [2, 1]  # two sampling settings -> two batched calls
+    assert len(first[2]) == 2 and first[4] == [first[1][1]]
+    assert first[1] == local_llm.score(CTX, [" yes", " no"])
+    second = local_llm.run_batch(reqs)
+    assert second == first and calls == [2, 1]  # everything from the cache
+
+
+def test_render_chat_and_count_tokens(local_llm):
+    text = local_llm.render_chat(CHAT)
+    assert text.endswith("<|im_start|>assistant\n") and CHAT[0]["content"] in text
+    assert local_llm.count_tokens(CHAT) == len(local_llm.encode(text))
+    assert local_llm.context_window == 8192
