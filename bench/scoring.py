@@ -16,6 +16,8 @@ import json
 import random
 import time
 
+import torch
+
 from stackelberg.llm import make_llm
 
 NAMES = ["Alice", "Bob", "Carol", "Dave", "Erin", "Frank", "Grace"]
@@ -86,6 +88,7 @@ def main() -> None:
                 "max_abs_diff": diff,
                 "tokens_naive": tokens_naive,
                 "tokens_shared": tokens_shared,
+                "threads": torch.get_num_threads(),
                 "naive_scale": f"timed on {k} of {args.candidates} candidates, x{args.candidates / k:g}",
                 "shape": {
                     "context": len(ctx),

@@ -64,6 +64,11 @@ class LLMConfig(BaseModel):
     batch_size: int = Field(
         32, ge=1, description="local: most sequences per generation forward pass"
     )
+    threads: int | None = Field(
+        None,
+        ge=1,
+        description="local on CPU: torch threads; default OMP_NUM_THREADS, else free cores",
+    )
     context_window: int | None = Field(
         None, gt=0, description="override the model's context window"
     )
@@ -118,6 +123,7 @@ def make_llm(config: LLMConfig | dict[str, Any] | None = None, **overrides: Any)
             batch_size=config.batch_size,
             context_window=config.context_window,
             cache=cache,
+            threads=config.threads,
         )
     if config.backend == "openai":
         from stackelberg.llm.openai_compat import OpenAIBackend

@@ -43,30 +43,57 @@ def sample_seed(seed: int, index: int) -> int:
     return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
 
 
-def _set_threads() -> None:
-    """Use every core this process may run on, unless the user chose (OMP_NUM_THREADS)."""
-    if os.environ.get("OMP_NUM_THREADS"):
+def _set_threads(threads: int | None) -> None:
+    """Threads for CPU inference: the configured number, else OMP_NUM_THREADS, else free cores.
+
+    "Free" is the cores this process may use minus the current load average: with two
+    threads on a two-core machine that another process keeps busy, every parallel region
+    waits on a descheduled thread and a forward pass runs ~10x slower than with one thread.
+    """
+    if threads is None and os.environ.get("OMP_NUM_THREADS"):
         return
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    torch.set_num_threads(max(1, cores))
+    if threads is None:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            cores = os.cpu_count() or 1
+        threads = min(cores, max(1, round(cores - os.getloadavg()[0])))
+    torch.set_num_threads(max(1, threads))
+    log.info("local backend: %d torch threads", torch.get_num_threads())
 
 
 def sample_tokens(
-    logits: torch.Tensor, temperature: float, top_p: float, generators: Sequence[torch.Generator]
+    logits: torch.Tensor,
+    temperature: float,
+    top_p: float,
+    generators: Sequence[torch.Generator],
+    top_k: int = 256,
 ) -> torch.Tensor:
-    """One token per row: greedy at temperature 0, else nucleus sampling with each row's generator."""
+    """One token per row: greedy at temperature 0, else nucleus sampling with each row's generator.
+
+    Each row draws exactly one uniform number from its own generator and picks by inverse CDF
+    over its tokens sorted by probability, so a row's token depends on nothing else in the
+    batch. Sorting the whole vocabulary costs as much as a decode step; a row whose top
+    ``top_k`` tokens already hold ``top_p`` of the mass (nearly always) sorts only those.
+    """
     if temperature <= 0:
         return logits.argmax(-1)
-    probs = torch.softmax(logits.float() / temperature, dim=-1)
-    sorted_p, order = probs.sort(dim=-1, descending=True)
-    keep = (sorted_p.cumsum(-1) - sorted_p) < top_p  # the most likely token always stays
-    cum = (sorted_p * keep).cumsum(-1)
-    u = torch.stack([torch.rand((), generator=g, dtype=cum.dtype) for g in generators])
-    pick = torch.searchsorted(cum, (u * cum[:, -1]).unsqueeze(-1)).clamp(max=cum.shape[-1] - 1)
-    return order.gather(-1, pick).squeeze(-1)
+    logits = logits.float() / temperature
+    logz = torch.logsumexp(logits, dim=-1, keepdim=True)
+    u = torch.stack([torch.rand((), generator=g) for g in generators])
+    top_v, top_i = logits.topk(min(top_k, logits.shape[-1]), dim=-1)
+    top_probs = (top_v - logz).exp()
+    picks = torch.empty(logits.shape[0], dtype=torch.long)
+    for row in range(logits.shape[0]):
+        if top_probs[row].sum() >= top_p:
+            probs, order = top_probs[row], top_i[row]
+        else:
+            probs, order = (logits[row] - logz[row]).exp().sort(descending=True)
+        keep = (probs.cumsum(-1) - probs) < top_p  # the most likely token always stays
+        cum = (probs * keep).cumsum(-1)
+        k = int(torch.searchsorted(cum, (u[row] * cum[-1]).reshape(1)).clamp(max=len(cum) - 1))
+        picks[row] = order[k]
+    return picks
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
@@ -88,6 +115,7 @@ class LocalBackend(Backend):
         batch_size: int = 32,
         context_window: int | None = None,
         cache: ResponseCache | None = None,
+        threads: int | None = None,
     ) -> None:
         path = str(ensure_checkpoint()) if model == EMBEDDED_NAME else model
         # The cache key names the embedded file, so a new embedded model invalidates old answers.
@@ -96,7 +124,7 @@ class LocalBackend(Backend):
             ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
         )
         if self.device.type == "cpu":
-            _set_threads()
+            _set_threads(threads)
         if dtype == "auto":
             dtype = "float32" if self.device.type == "cpu" else "bfloat16"
         try:
