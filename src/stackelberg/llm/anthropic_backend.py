@@ -32,6 +32,10 @@ from stackelberg.llm.retry import RetryPolicy
 
 DEFAULT_CONTEXT_WINDOW = 200_000
 CHARS_PER_TOKEN = 3  # a conservative estimate: counting exactly would cost an API call
+NO_LOGPROBS = (
+    "anthropic backend: Claude's API returns no log-probabilities, so it cannot score; "
+    "use backend 'local' or 'openai' (a vLLM server) for scoring"
+)
 
 
 def split_system(prompt: Prompt) -> tuple[str | None, list[Message]]:
@@ -156,16 +160,12 @@ class AnthropicBackend(Backend):
         responses: Sequence[str],
         joiner: str = "",
     ) -> list[list[list[float]]]:
-        raise UnsupportedError(
-            "anthropic backend: Claude's API returns no log-probabilities, so it cannot score; "
-            "use backend 'local' or 'openai' (a vLLM server) for scoring"
-        )
+        raise UnsupportedError(NO_LOGPROBS)
 
     def _score_nested(
         self, context: Prompt, candidates: list[str], responses: list[str], joiner: str
     ) -> Iterator[tuple[int, int, list[float]]]:
-        yield from ()
-        self.score_nested(context, candidates, responses, joiner)
+        raise UnsupportedError(NO_LOGPROBS)
 
     def close(self) -> None:
         self.pool.close()

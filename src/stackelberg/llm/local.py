@@ -130,7 +130,7 @@ class LocalBackend(Backend):
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(path)
             self.lm = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
-        except OSError as err:
+        except (OSError, ValueError) as err:
             where = (
                 "a folder"
                 if Path(path).exists()
@@ -138,7 +138,8 @@ class LocalBackend(Backend):
             )
             raise ModelNotFoundError(
                 f"local backend: cannot load model {model!r}: not {where} with a checkpoint "
-                f"(nothing is downloaded on this machine); use 'embedded' or a checkpoint path ({err})"
+                f"(nothing is downloaded on this machine); use 'embedded' or a checkpoint path "
+                f"({str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__})"
             ) from None
         self.lm.to(self.device).eval()
         self.batch_size = batch_size
