@@ -73,8 +73,11 @@ class FakeServer:
                 self.send_header("Content-Length", str(len(raw)))
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(raw)
+                try:
+                    self.end_headers()
+                    self.wfile.write(raw)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a "hang" past its timeout)
 
             def do_GET(self) -> None:
                 if self.path == "/v1/models":

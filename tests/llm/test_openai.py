@@ -93,6 +93,12 @@ def test_context_window_count_and_render(server, tmp_path):
     assert backend(server, tmp_path, context_window=100).context_window == 100
 
 
+def test_without_tokenize_counts_are_estimated(server, tmp_path):
+    llm = backend(server, tmp_path, base_url=server.url + "/api/v1")  # no /api/tokenize there
+    assert llm.count_tokens("x" * 30) == 11 and llm.count_tokens("abc") == 2
+    assert server.count("/api/tokenize") == 1  # asked once, then estimated
+
+
 @pytest.mark.parametrize("fault", ["429", "500", "hang", "badjson"])
 def test_transient_fault_is_retried(server, tmp_path, fault):
     server.hang_s = 1.5  # past the 0.5 s timeout

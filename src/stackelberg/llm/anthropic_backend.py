@@ -15,7 +15,14 @@ from typing import Any
 
 import anthropic
 
-from stackelberg.llm.base import Backend, Message, Prompt, SamplingParams, plain_chat
+from stackelberg.llm.base import (
+    Backend,
+    Message,
+    Prompt,
+    SamplingParams,
+    estimate_tokens,
+    plain_chat,
+)
 from stackelberg.llm.cache import ResponseCache
 from stackelberg.llm.errors import (
     AuthError,
@@ -31,7 +38,6 @@ from stackelberg.llm.pool import CallPool
 from stackelberg.llm.retry import RetryPolicy
 
 DEFAULT_CONTEXT_WINDOW = 200_000
-CHARS_PER_TOKEN = 3  # a conservative estimate: counting exactly would cost an API call
 NO_LOGPROBS = (
     "anthropic backend: Claude's API returns no log-probabilities, so it cannot score; "
     "use backend 'local' or 'openai' (a vLLM server) for scoring"
@@ -81,9 +87,8 @@ class AnthropicBackend(Backend):
         return plain_chat(messages, add_generation_prompt)
 
     def count_tokens(self, text: Prompt) -> int:
-        """An upper estimate (characters / 3), so prompts fitted with it do fit."""
-        rendered = text if isinstance(text, str) else self.render_chat(text)
-        return len(rendered) // CHARS_PER_TOKEN + 1
+        """An upper estimate: counting exactly would cost an API call per count."""
+        return estimate_tokens(text if isinstance(text, str) else self.render_chat(text))
 
     def _translate(self, err: Exception) -> LLMError:
         """The SDK's exception as one of ours (transient ones are retried)."""

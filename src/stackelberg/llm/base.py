@@ -73,6 +73,15 @@ def plain_chat(messages: Sequence[Message], add_generation_prompt: bool = True) 
     return text + ("assistant:" if add_generation_prompt else "")
 
 
+#: Characters per token of the upper estimate used where no tokenizer is at hand.
+CHARS_PER_TOKEN = 3
+
+
+def estimate_tokens(text: str) -> int:
+    """An upper estimate of a text's tokens, so that prompts fitted with it do fit."""
+    return len(text) // CHARS_PER_TOKEN + 1
+
+
 def _check_messages(prompt: Prompt) -> None:
     if isinstance(prompt, str):
         return

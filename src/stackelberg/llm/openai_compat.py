@@ -11,6 +11,7 @@ are sent concurrently, at most ``max_concurrency`` at a time.
 from __future__ import annotations
 
 import email.utils
+import logging
 import time
 from collections.abc import Iterator, Sequence
 from functools import cached_property
@@ -18,7 +19,14 @@ from typing import Any
 
 import httpx
 
-from stackelberg.llm.base import Backend, Message, Prompt, SamplingParams, plain_chat
+from stackelberg.llm.base import (
+    Backend,
+    Message,
+    Prompt,
+    SamplingParams,
+    estimate_tokens,
+    plain_chat,
+)
 from stackelberg.llm.cache import ResponseCache
 from stackelberg.llm.errors import (
     AuthError,
@@ -27,9 +35,12 @@ from stackelberg.llm.errors import (
     LLMError,
     ModelNotFoundError,
     TransientError,
+    UnsupportedError,
 )
 from stackelberg.llm.pool import CallPool
 from stackelberg.llm.retry import RetryPolicy
+
+log = logging.getLogger(__name__)
 
 #: Used when neither the config nor the server (vLLM's /v1/models) says.
 FALLBACK_CONTEXT_WINDOW = 8192
@@ -88,6 +99,7 @@ class OpenAIBackend(Backend):
         self.pool = CallPool(max_concurrency)
         self._context_override = context_window
         self._token_cache: dict[str, list[int]] = {}
+        self._no_tokenize = False
 
     # ---- HTTP -------------------------------------------------------------------------------
 
@@ -116,7 +128,7 @@ class OpenAIBackend(Backend):
                 raise ModelNotFoundError(
                     f"openai backend: model {self.model!r} is not served at {self.base_url}: {message}"
                 )
-            raise LLMError(f"openai backend: {url} does not exist (404): {message}")
+            raise UnsupportedError(f"openai backend: {url} does not exist (404): {message}")
         if status >= 400:
             message = error_message(response)
             kind = (
@@ -135,17 +147,14 @@ class OpenAIBackend(Backend):
         return self.retry.call(lambda: self._post_once(url, payload), what=f"openai {path}")
 
     def _get_models(self) -> list[dict[str, Any]]:
-        url = self.base_url + "/models"
-
-        def once() -> Any:
-            try:
-                response = self.http.get(url)
-                response.raise_for_status()
-                return response.json().get("data", [])
-            except (httpx.HTTPError, ValueError, AttributeError):
-                return []
-
-        return once()
+        """The served models (vLLM adds max_model_len); empty when the server does not say."""
+        try:
+            response = self.http.get(self.base_url + "/models")
+            response.raise_for_status()
+            data = response.json().get("data", [])
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return []
+        return data if isinstance(data, list) else []
 
     # ---- text and tokens --------------------------------------------------------------------
 
@@ -178,7 +187,14 @@ class OpenAIBackend(Backend):
         return self._token_cache[key]
 
     def count_tokens(self, text: Prompt) -> int:
-        return len(self._tokenize(text, special=True))
+        """Exact with vLLM's /tokenize; an upper estimate on servers without it (OpenAI)."""
+        if not self._no_tokenize:
+            try:
+                return len(self._tokenize(text, special=True))
+            except UnsupportedError as err:
+                log.warning("openai backend: %s; estimating token counts instead", err)
+                self._no_tokenize = True
+        return estimate_tokens(text if isinstance(text, str) else plain_chat(text))
 
     def render_chat(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
         """The server's rendering: /tokenize the messages, then /detokenize the ids."""
