@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,6 +92,36 @@ class Table:
         return self.game.record([a.kind for a in self.agents])
 
 
+@dataclass(frozen=True)
+class Routed:
+    """An LLM request for a named backend other than the table's default (e.g. the Refiner)."""
+
+    route: str
+    request: Any
+
+
+def run_requests(llm: Any, requests: list[Any]) -> list[Any]:
+    """Answer requests in order; ``llm`` is one backend or a mapping of route -> backend
+    (key "default" for plain requests). Requests to one backend go in one batch."""
+    if not isinstance(llm, Mapping):
+        if any(isinstance(r, Routed) for r in requests):
+            raise RuntimeError("a request names a backend route but only one backend was given")
+        return llm.run_batch(requests)
+    groups: dict[str, list[int]] = {}
+    for i, r in enumerate(requests):
+        groups.setdefault(r.route if isinstance(r, Routed) else "default", []).append(i)
+    answers: list[Any] = [None] * len(requests)
+    for route, idx in groups.items():
+        if route not in llm:
+            raise RuntimeError(f"no backend for route {route!r}; have: {', '.join(llm)}")
+        batch = [
+            requests[i].request if isinstance(requests[i], Routed) else requests[i] for i in idx
+        ]
+        for i, a in zip(idx, llm[route].run_batch(batch), strict=True):
+            answers[i] = a
+    return answers
+
+
 def play_tables(
     tables: Sequence[Table],
     llm: Any = None,
@@ -113,7 +143,7 @@ def play_tables(
             raise RuntimeError("an agent asked for an LLM but no backend was given")
         order = list(waiting)
         flat = [r for i in order for r in waiting[i]]
-        answers = llm.run_batch(flat)
+        answers = run_requests(llm, flat)
         pos = 0
         next_waiting: dict[int, list[Any]] = {}
         for i in order:

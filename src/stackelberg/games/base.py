@@ -126,7 +126,9 @@ def _parse_value(name: str, hint: Any, raw: Any, game: str) -> Any:
             return tuple(str(x).strip() for x in items if str(x).strip())
     except (TypeError, ValueError):
         pass
-    raise ConfigError(f"{game}: option {name}={raw!r} is not a valid {getattr(hint, '__name__', hint)}")
+    raise ConfigError(
+        f"{game}: option {name}={raw!r} is not a valid {getattr(hint, '__name__', hint)}"
+    )
 
 
 def parse_config(config_cls: type, game: str, options: dict[str, Any] | None) -> Any:
@@ -171,6 +173,27 @@ class Game(ABC):
     @classmethod
     def from_options(cls, options: dict[str, Any] | None = None) -> Game:
         return cls(parse_config(cls.Config, cls.name, options))
+
+    @classmethod
+    def restore(cls, record: dict[str, Any]) -> Game:
+        """A finished game's players and event log from its record, to describe its events
+        (e.g. to rebuild what a player saw at some point). Not a resumable state."""
+        game = cls.from_options(record.get("config"))
+        game.seed = record["seed"]
+        game.players = [Player(p["id"], p["name"], p["role"], p["team"]) for p in record["players"]]
+        game.events = [
+            Event(
+                e["type"],
+                e["phase"],
+                e["round"],
+                e["player"],
+                e["visible_to"] if e["visible_to"] == ALL else tuple(e["visible_to"]),
+                e["data"],
+            )
+            for e in record["events"]
+        ]
+        game.phase = "over"
+        return game
 
     # ---- to implement -------------------------------------------------------------------
     @abstractmethod
@@ -294,7 +317,11 @@ class Game(ABC):
             "events": [e.to_dict() for e in events],
             "decision": None
             if d is None or d.player != player
-            else {"kind": d.kind, "options": None if d.options is None else list(d.options), "prompt": d.prompt},
+            else {
+                "kind": d.kind,
+                "options": None if d.options is None else list(d.options),
+                "prompt": d.prompt,
+            },
         }
         return Observation("\n".join(lines), data)
 

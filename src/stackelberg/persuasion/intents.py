@@ -1,0 +1,197 @@
+"""Intent identification (PAPER.md step 1): K desired and K undesired follower responses.
+
+The labeler reads the rules, the game so far, the speaker's role (or, with
+``full_information``, every role) and the base utterance, and writes responses in the
+follower's own voice. Two schemes: ``per_response`` asks for one sentence per generation,
+with a concrete example, which a 135M model can follow; ``json`` asks a strong model for
+all 2K at once. Unusable output is asked again with a stricter (repair) prompt, a bounded
+number of times; an instance still short of K+K valid responses is dropped and counted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from stackelberg.agents.prompting import PromptSpec, clean_speech, fitted_messages, identity
+from stackelberg.llm import GenerateRequest
+from stackelberg.persuasion.context import InstanceView
+
+DESIRED, UNDESIRED = "desired", "undesired"
+_EXAMPLES = {
+    DESIRED: ("I agree with {s}.", "{s} makes a good point, I trust {s}.", "I will vote with {s}."),
+    UNDESIRED: ("I think {s} is lying.", "I do not trust {s}.", "{s} is suspicious to me."),
+}
+_JUNK = re.compile(r"game so far|analysis:|response:|desired|undesired|\{|\}|example", re.I)
+
+
+@dataclass(frozen=True)
+class LabelSettings:
+    k: int = 3
+    full_information: bool = True
+    scheme: str = "per_response"
+    max_attempts: int = 3
+    max_new_tokens: int = 32
+    temperature: float = 0.7
+    top_p: float = 0.9
+    max_prompt_tokens: int = 768
+
+
+@dataclass
+class Labels:
+    desired: list[str] = field(default_factory=list)
+    undesired: list[str] = field(default_factory=list)
+    attempts: int = 0
+
+    def missing(self, polarity: str, k: int) -> int:
+        return max(0, k - len(getattr(self, polarity)))
+
+    def complete(self, k: int) -> bool:
+        return not self.missing(DESIRED, k) and not self.missing(UNDESIRED, k)
+
+
+def _system(view: InstanceView, full_information: bool) -> str:
+    game = view.game
+    if full_information:
+        who = f"Everyone's secret roles: {view.role_list()}."
+    else:
+        who = identity(game, view.speaker)
+    return f"{game.rules_text}\n\n{who}"
+
+
+def _role(view: InstanceView) -> str:
+    return view.game.players[view.speaker].role.replace("_", " ")
+
+
+def per_response_question(view: InstanceView, polarity: str, k: int, repair: bool) -> str:
+    s, f = view.speaker_name, view.follower_name
+    want = "WANTS" if polarity == DESIRED else "does NOT want"
+    example = _EXAMPLES[polarity][k % len(_EXAMPLES[polarity])].format(s=s)
+    question = (
+        f'{s} (secretly {_role(view)}) just said: "{view.base_utterance}"\n'
+        f"{f} speaks next. Write one sentence that {f} could say, which {s} {want} to hear. "
+        f'For example: "{example}"'
+    )
+    if repair:
+        question += f"\nAnswer with that one sentence only, in the first person, as {f}."
+    return question
+
+
+def json_question(view: InstanceView, k: int, repair: bool) -> str:
+    s, f = view.speaker_name, view.follower_name
+    question = (
+        f'{s} (secretly {_role(view)}) just said: "{view.base_utterance}"\n'
+        f"{f} speaks next. Write {k} things {f} could say that {s} wants to hear (desired) "
+        f"and {k} that {s} does not want to hear (undesired), each one sentence in {f}'s "
+        f'own voice. Answer with JSON only: {{"desired": [...], "undesired": [...]}}'
+    )
+    if repair:
+        question += f"\nYour last answer was not valid JSON with {k} strings in each list."
+    return question
+
+
+def valid_response(text: str, view: InstanceView, taken: Sequence[str]) -> str | None:
+    """A cleaned response, or None if it is not a usable follower sentence."""
+    text = clean_speech(text, max_sentences=2)
+    words = len(text.split())
+    if not 3 <= words <= 40 or _JUNK.search(text):
+        return None
+    norm = text.lower()
+    if norm == view.base_utterance.lower() or norm in (t.lower() for t in taken):
+        return None
+    return text
+
+
+def label_views(
+    llm: Any, views: Sequence[InstanceView], settings: LabelSettings, seeds: Sequence[int]
+) -> list[Labels]:
+    """Label every view, batching all open requests of an attempt into one call.
+
+    Per response scheme: one prompt per instance and polarity, sampled n times for the
+    missing responses (the prompt is read once for its n samples).
+    """
+    labels = [Labels() for _ in views]
+    for attempt in range(settings.max_attempts):
+        requests, owners = [], []
+        for i, (view, lab) in enumerate(zip(views, labels, strict=True)):
+            if lab.complete(settings.k):
+                continue
+            lab.attempts += 1
+            repair = attempt > 0
+            system = _system(view, settings.full_information)
+            if settings.scheme == "json":
+                tokens = settings.max_new_tokens * 2 * settings.k
+                spec = PromptSpec(system, json_question(view, settings.k, repair))
+                messages = _fit(llm, spec, view, settings, tokens)
+                requests.append(_request(messages, settings, seeds[i] * 100 + attempt, tokens, 1))
+                owners.append((i, None))
+                continue
+            for polarity in (DESIRED, UNDESIRED):
+                if missing := lab.missing(polarity, settings.k):
+                    k_index = len(getattr(lab, polarity))
+                    spec = PromptSpec(
+                        system, per_response_question(view, polarity, k_index, repair)
+                    )
+                    messages = _fit(llm, spec, view, settings, settings.max_new_tokens)
+                    seed = (seeds[i] * 100 + attempt) * 2 + (polarity == UNDESIRED)
+                    requests.append(
+                        _request(messages, settings, seed, settings.max_new_tokens, missing)
+                    )
+                    owners.append((i, polarity))
+        if not requests:
+            break
+        answers = llm.run_batch(requests)
+        for (i, polarity), texts in zip(owners, answers, strict=True):
+            lab, view = labels[i], views[i]
+            for text in texts:
+                if polarity is None:
+                    _take_json(text, view, lab, settings.k)
+                    continue
+                got = getattr(lab, polarity)
+                if len(got) < settings.k and (
+                    ok := valid_response(text, view, lab.desired + lab.undesired)
+                ):
+                    got.append(ok)
+    return labels
+
+
+def _fit(llm: Any, spec: PromptSpec, view: InstanceView, settings: LabelSettings, reserve: int):
+    limit = min(settings.max_prompt_tokens, llm.context_window)
+    messages, _ = fitted_messages(llm, spec, view.lines(view.speaker), reserve, limit)
+    return messages
+
+
+def _request(
+    messages: list[dict], settings: LabelSettings, seed: int, tokens: int, n: int
+) -> GenerateRequest:
+    return GenerateRequest(
+        messages,
+        n=n,
+        temperature=settings.temperature,
+        top_p=settings.top_p,
+        max_new_tokens=tokens,
+        stop=("\n",) if settings.scheme == "per_response" else (),
+        seed=seed,
+    )
+
+
+def _take_json(text: str, view: InstanceView, lab: Labels, k: int) -> None:
+    match = re.search(r"\{.*\}", text, re.S)
+    try:
+        data = json.loads(match.group(0)) if match else {}
+    except json.JSONDecodeError:
+        return
+    if not isinstance(data, dict):
+        return
+    for polarity in (DESIRED, UNDESIRED):
+        items = data.get(polarity)
+        if not isinstance(items, list):
+            continue
+        got = getattr(lab, polarity)
+        for item in items:
+            if len(got) < k and isinstance(item, str):
+                if ok := valid_response(item, view, lab.desired + lab.undesired):
+                    got.append(ok)

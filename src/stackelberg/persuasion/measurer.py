@@ -1,0 +1,65 @@
+"""Impact measurement (PAPER.md step 2): how a candidate shifts the follower's responses.
+
+The Measurer plays the follower: its prompt is the follower's own agent prompt with the
+candidate as the leader's latest message, and the reward comes from the log-probabilities
+of the desired and undesired responses as the follower's reply. One call scores every
+candidate of an instance against every response, with the context computed once.
+If the prompt does not fit the Measurer's window, the oldest history lines are dropped
+(never a response or a candidate), and the number dropped is returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from stackelberg.llm import fit_history
+from stackelberg.persuasion.context import (
+    CANDIDATE_SLOT,
+    InstanceView,
+    follower_messages,
+    follower_prompt_pieces,
+)
+from stackelberg.persuasion.reward import RewardConfig, RewardParts, measurer_reward
+
+SAFETY_TOKENS = 8
+
+
+def fitted_follower_lines(
+    llm: Any, view: InstanceView, candidates: Sequence[str], responses: Sequence[str]
+) -> tuple[list[str], int]:
+    """The follower's history, cut from the oldest line until everything fits the window."""
+    lines = view.lines(view.follower)
+    reserve = (
+        max(llm.count_tokens(c) for c in candidates)
+        + max(llm.count_tokens(r) for r in responses)
+        + SAFETY_TOKENS
+    )
+
+    def build(kept: Sequence[str]) -> str:
+        return llm.render_chat(follower_messages(view, CANDIDATE_SLOT, kept))
+
+    _, dropped = fit_history(llm, build, lines, reserve)
+    return lines[dropped:], dropped
+
+
+def measure(
+    llm: Any,
+    view: InstanceView,
+    candidates: Sequence[str],
+    desired: Sequence[str],
+    undesired: Sequence[str],
+    cfg: RewardConfig,
+) -> tuple[list[RewardParts], int]:
+    """Reward parts of each candidate, and how many history lines were cut to fit."""
+    candidates = list(candidates)
+    responses = [*desired, *undesired]
+    lines, cut = fitted_follower_lines(llm, view, candidates, responses)
+    context, joiner = follower_prompt_pieces(llm, view, lines)
+    logprobs = llm.score_nested(context, candidates, responses, joiner)
+    k = len(desired)
+    parts = [
+        measurer_reward(cand, lps[:k], lps[k:], cfg)
+        for cand, lps in zip(candidates, logprobs, strict=True)
+    ]
+    return parts, cut
