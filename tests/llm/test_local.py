@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from stackelberg.llm import ContextLengthError, GenerateRequest, ResponseCache, ScoreRequest
-from stackelberg.llm.local import cut_at_stop, sample_seed
 
 pytestmark = pytest.mark.slow
 
@@ -62,12 +61,6 @@ def test_greedy_stop_strings_and_length(local_llm):
     stopped = local_llm.generate(["1, 2, 3, 4,"], temperature=0, max_new_tokens=10, stop=[" 7"])
     assert stopped[0][0] == out[: out.index(" 7")]
     assert len(local_llm.encode(out, first=False)) <= 10
-
-
-def test_cut_at_stop_and_seeds():
-    assert cut_at_stop("a. b! c", [".", "!"]) == ("a", True)
-    assert cut_at_stop("abc", ["x"]) == ("abc", False)
-    assert sample_seed(1, 0) != sample_seed(1, 1) != sample_seed(2, 0)
 
 
 def test_prompt_longer_than_the_context_is_refused(local_llm, monkeypatch):
