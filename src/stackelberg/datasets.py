@@ -35,6 +35,7 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
         "winner": pl.String,
         "agents": pl.String,
         "record": pl.String,  # the game record of DESIGN.md as JSON
+        "speech_turns": pl.String,  # JSON [[event index, speaker, follower or null], ...]
     },
     "instances": INSTANCE,
     "intents": {

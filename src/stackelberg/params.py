@@ -65,6 +65,7 @@ class LabelParams(Section):
     max_new_tokens: int = Field(32, ge=8)
     temperature: float = Field(0.7, ge=0)
     top_p: float = Field(0.9, gt=0, le=1)
+    max_prompt_tokens: int = Field(768, ge=128, description="prompt budget; oldest history cut")
     batch_instances: int = Field(8, ge=1, description="instances per Prefect task")
 
 
@@ -73,6 +74,7 @@ class SampleParams(Section):
     temperature: float = Field(0.7, ge=0)
     top_p: float = Field(0.9, gt=0, le=1)
     max_new_tokens: int = Field(64, ge=8, description="paper: 512")
+    max_prompt_tokens: int = Field(768, ge=128, description="prompt budget; oldest history cut")
     batch_instances: int = Field(8, ge=1)
 
 

@@ -1,0 +1,105 @@
+"""What a stage needs at run time: its params, its files, and the models (loaded once).
+
+Paths follow the layout declared in dvc.yaml. Backends are memoised per process by their
+config, so stages that share a model (the embedded default: labeler, Refiner base and
+Measurer are one checkpoint) load it once, also across stages of an in-process pipeline run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from stackelberg.llm import LLMConfig, make_llm
+from stackelberg.params import Params, load_params
+
+#: dataset and model locations by stage output; {game} is filled in
+LAYOUT = {
+    "base_model": "models/base",
+    "selfplay": "data/selfplay/{game}.parquet",
+    "select": "data/instances/{game}.parquet",
+    "label": "data/intents/{game}.parquet",
+    "sample": "data/candidates/{game}.parquet",
+    "score": "data/scores/{game}.parquet",
+    "grpo": "models/refiner/{game}",
+    "evaluate": "reports/{game}",
+}
+#: what each stage reads (other stages' outputs)
+INPUTS = {
+    "base_model": [],
+    "selfplay": [],
+    "select": ["selfplay"],
+    "label": ["select", "selfplay"],
+    "sample": ["label", "selfplay", "base_model"],
+    "score": ["sample", "label", "selfplay", "base_model"],
+    "grpo": ["label", "selfplay", "base_model"],
+    "evaluate": ["grpo", "label", "selfplay", "base_model"],
+}
+
+
+def params_path() -> Path:
+    return Path(os.environ.get("STACKELBERG_PARAMS", "params.yaml"))
+
+
+@cache
+def _params(path: str, mtime: float) -> Params:
+    return load_params(path)
+
+
+def current_params() -> Params:
+    path = params_path()
+    return _params(str(path), path.stat().st_mtime if path.exists() else 0.0)
+
+
+@cache
+def _llm(config_json: str):
+    return make_llm(LLMConfig.model_validate_json(config_json))
+
+
+def get_llm(config: LLMConfig):
+    """A backend per distinct config, loaded once per process."""
+    return _llm(config.model_dump_json())
+
+
+@dataclass(frozen=True)
+class StageContext:
+    stage: str
+    game: str
+    params: Params
+
+    @property
+    def section(self) -> Any:
+        """This stage's params section with the game's overrides applied."""
+        if self.stage == "base_model":
+            return self.params.models
+        return self.params.for_game(self.stage, self.game)
+
+    def section_dump(self) -> dict[str, Any]:
+        return {
+            "section": self.section.model_dump(mode="json"),
+            "models": self.params.models.model_dump(mode="json"),
+        }
+
+    def path(self, stage: str | None = None) -> Path:
+        return Path(LAYOUT[stage or self.stage].format(game=self.game))
+
+    @property
+    def inputs(self) -> list[Path]:
+        return [self.path(s) for s in INPUTS[self.stage]]
+
+    def llm(self, role: str):
+        """The backend of ``models.<role>`` (backend, refiner or measurer)."""
+        return get_llm(getattr(self.params.models, role))
+
+    def progress(self, total: int, desc: str):
+        from tqdm import tqdm
+
+        return tqdm(total=total, desc=desc, unit="item", disable=not sys.stderr.isatty())
+
+
+def stage_context(stage: str, game: str) -> StageContext:
+    return StageContext(stage, game, current_params())

@@ -1,0 +1,40 @@
+"""User mistakes end a stage with one line, not a traceback; the exit status says which."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from stackelberg.datasets import DatasetError
+from stackelberg.games.base import GameError
+from stackelberg.llm import LLMError
+from stackelberg.params import ParamsError
+
+USER_ERRORS = (ParamsError, DatasetError, GameError, LLMError, FileNotFoundError)
+
+
+def quiet_prefect() -> None:
+    """Defaults for running offline: no telemetry, a generous ephemeral-server start-up."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    os.environ.setdefault("DO_NOT_TRACK", "true")
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+
+
+def run_cli(stage: str, game: str) -> int:
+    quiet_prefect()
+    try:
+        from flows.stage import run_stage
+
+        metrics = run_stage(stage, game)
+    except USER_ERRORS as exc:
+        print(f"{stage}@{game}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            f"{stage}@{game}: interrupted; finished items are kept for the rerun", file=sys.stderr
+        )
+        return 130
+    shown = ", ".join(f"{k}={v:.4g}" for k, v in metrics.items() if isinstance(v, int | float))
+    print(f"{stage}@{game}: done ({shown})", file=sys.stderr)
+    return 0

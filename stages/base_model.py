@@ -1,0 +1,49 @@
+"""base_model: materialise the embedded model as a plain checkpoint in models/base.
+
+Every local model in params that says ``models/base`` (the default labeler, Refiner base and
+Measurer) reads this folder. A configured real model (a vLLM server, Claude, a hub name on a
+GPU machine) needs nothing here; the folder then holds only a note naming those models.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from stackelberg.llm.embedded import ensure_checkpoint
+
+BASE = "models/base"
+
+
+def plan(ctx) -> list[dict]:
+    return [{"label": "embedded"}]
+
+
+def work(ctx, item) -> dict:
+    models = ctx.params.models
+    uses_base = [r for r in ("backend", "refiner", "measurer") if getattr(models, r).model == BASE]
+    return {"uses_base": uses_base, "source": str(ensure_checkpoint()) if uses_base else None}
+
+
+def finish(ctx, results) -> dict:
+    res = results[0]
+    target = ctx.path()
+    tmp = target.with_name(f".{target.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    if res["source"]:
+        shutil.copytree(res["source"], tmp)
+    else:
+        tmp.mkdir(parents=True)
+    note = {r: getattr(ctx.params.models, r).model for r in ("backend", "refiner", "measurer")}
+    (tmp / "stackelberg-models.json").write_text(json.dumps(note, indent=1) + "\n")
+    shutil.rmtree(target, ignore_errors=True)
+    tmp.rename(target)
+    size = sum(f.stat().st_size for f in Path(target).rglob("*") if f.is_file())
+    return {"megabytes": size / 2**20, "roles_on_base": len(res["uses_base"])}
+
+
+if __name__ == "__main__":
+    from stages._cli import stage_main
+
+    stage_main("base_model", per_game=False)

@@ -1,0 +1,88 @@
+"""score: the Measurer reward of every candidate (and of the base utterance), with its parts."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from stackelberg.datasets import from_rows, read_dataset, write_dataset
+from stackelberg.persuasion.measurer import measure
+from stackelberg.persuasion.reward import RewardConfig
+from stages._data import batches, rows_and_views
+
+
+def reward_config(section) -> RewardConfig:
+    return RewardConfig(
+        variant=section.variant,
+        aggregation=section.aggregation,
+        clamp=section.clamp,
+        free_words=section.free_words,
+        full_penalty_words=section.full_penalty_words,
+        max_penalty=section.max_penalty,
+    )
+
+
+def plan(ctx) -> list[dict]:
+    return batches(read_dataset(ctx.path("label"), "intents"), ctx.section.batch_instances)
+
+
+def work(ctx, item) -> list[dict]:
+    rows, views = rows_and_views(ctx, "intents", item["ids"])
+    cands = read_dataset(ctx.path("sample"), "candidates").filter(
+        pl.col("instance_id").is_in(item["ids"])
+    )
+    cfg = reward_config(ctx.section)
+    llm = ctx.llm("measurer")
+    out = []
+    for row, view in zip(rows, views, strict=True):
+        mine = cands.filter(pl.col("instance_id") == row["instance_id"]).sort("candidate_index")
+        parts, cut = measure(
+            llm, view, mine["candidate"].to_list(), row["desired"], row["undesired"], cfg
+        )
+        for c, p in zip(mine.iter_rows(named=True), parts, strict=True):
+            d = p.as_dict()
+            out.append(
+                {
+                    "instance_id": c["instance_id"],
+                    "candidate_index": c["candidate_index"],
+                    "source": c["source"],
+                    "candidate": c["candidate"],
+                    **{
+                        k: d[k]
+                        for k in (
+                            "reward",
+                            "positive",
+                            "negative",
+                            "raw",
+                            "clamped",
+                            "length_penalty",
+                            "words",
+                        )
+                    },
+                    **{k: list(d[k]) for k in ("pos_means", "neg_means", "pos_sums", "neg_sums")},
+                    "variant": cfg.variant,
+                    "aggregation": cfg.aggregation,
+                    "history_cut": cut,
+                }
+            )
+    return out
+
+
+def finish(ctx, results) -> dict:
+    df = from_rows([r for chunk in results for r in chunk], "scores")
+    write_dataset(df, ctx.path(), "scores")
+    base = df.filter(pl.col("source") == "base")["reward"]
+    refined = df.filter(pl.col("source") == "refiner")["reward"]
+    cut = df.group_by("instance_id").agg(pl.col("history_cut").first())["history_cut"]
+    return {
+        "scored": df.height,
+        "reward_mean.refiner": refined.mean() if refined.len() else float("nan"),
+        "reward_std.refiner": refined.std() if refined.len() > 1 else float("nan"),
+        "reward_mean.base": base.mean() if base.len() else float("nan"),
+        "prompts_cut": int((cut > 0).sum()),
+    }
+
+
+if __name__ == "__main__":
+    from stages._cli import stage_main
+
+    stage_main("score")

@@ -1,0 +1,62 @@
+"""selfplay: play seeded games with the configured agents; every record is kept whole."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import polars as pl
+
+from stackelberg.agents import LLM_AGENT_KINDS, make_agent
+from stackelberg.agents.runner import Table, play_tables
+from stackelberg.cli import seat_agents
+from stackelberg.datasets import from_rows, write_dataset
+from stackelberg.games import make_game
+
+
+def plan(ctx) -> list[dict]:
+    p = ctx.section
+    seeds = list(range(p.seed, p.seed + p.games))
+    step = p.batch_games
+    return [
+        {"label": f"seeds {s[0]}-{s[-1]}", "seeds": s}
+        for s in (seeds[i : i + step] for i in range(0, len(seeds), step))
+    ]
+
+
+def work(ctx, item) -> list[dict]:
+    p = ctx.section
+    options = p.options
+    probe = make_game(ctx.game, options).reset(item["seeds"][0])
+    kinds = seat_agents(p.agents, probe.n_players)
+    llm = ctx.llm("backend") if any(k in LLM_AGENT_KINDS for k in kinds) else None
+    tables = [
+        Table(make_game(ctx.game, options), [make_agent(k, ctx.game, llm=llm) for k in kinds], s)
+        for s in item["seeds"]
+    ]
+    records = play_tables(tables, llm)
+    return [
+        {
+            "game": ctx.game,
+            "seed": rec["seed"],
+            "winner": rec["result"]["winner"],
+            "agents": ",".join(kinds),
+            "record": json.dumps(rec),
+            "speech_turns": json.dumps(table.speech_turns),
+        }
+        for rec, table in zip(records, tables, strict=True)
+    ]
+
+
+def finish(ctx, results) -> dict:
+    rows = [r for chunk in results for r in chunk]
+    df = from_rows(rows, "selfplay").sort("seed")
+    write_dataset(df, ctx.path(), "selfplay")
+    wins = Counter(df["winner"].to_list())
+    return {"games": df.height, **{f"win_rate.{k}": v / df.height for k, v in wins.items()}}
+
+
+if __name__ == "__main__":
+    from stages._cli import stage_main
+
+    stage_main("selfplay")
