@@ -10,6 +10,11 @@ from stackelberg.games.base import GameError
 from stackelberg.llm import LLMError
 from stackelberg.params import ParamsError
 
+
+class PipelineError(Exception):
+    """A bad pipeline request (e.g. an unknown stage name)."""
+
+
 USER_ERRORS = (ParamsError, DatasetError, GameError, LLMError, FileNotFoundError)
 
 

@@ -25,15 +25,21 @@ from typing import Any
 from prefect import flow, task
 from prefect.cache_policies import INPUTS, TASK_SOURCE
 
+import stackelberg
 from flows.context import StageContext, stage_context
 from flows.tracking import stage_run
+
+#: the library's source: a code change invalidates the cached work items
+LIBRARY = Path(stackelberg.__file__).parent
 
 
 def _digest(paths: list[Path]) -> str:
     """Content hash of a stage's input files, so cached items die with changed inputs."""
     h = hashlib.sha256()
     for p in paths:
-        files = sorted(p.rglob("*")) if p.is_dir() else [p]
+        files = (
+            sorted(f for f in p.rglob("*") if "__pycache__" not in f.parts) if p.is_dir() else [p]
+        )
         for f in files:
             if f.is_file():
                 h.update(str(f).encode())
@@ -61,22 +67,32 @@ def run_stage(stage: str, game: str = "all") -> dict[str, Any]:
     ctx: StageContext = stage_context(stage, game)
     started = time.perf_counter()
     with stage_run(ctx) as tracker:
+        t0 = time.perf_counter()
         items = module.plan(ctx)
         fingerprint = hashlib.sha256(
             json.dumps(
-                {"params": ctx.section_dump(), "inputs": _digest(ctx.inputs)}, sort_keys=True
+                {
+                    "params": ctx.section_dump(),
+                    "inputs": _digest(ctx.inputs),
+                    "code": _digest([Path(module.__file__), LIBRARY]),
+                },
+                sort_keys=True,
             ).encode()
         ).hexdigest()[:16]
+        work_s = time.perf_counter() - t0
         results = []
         bar = ctx.progress(len(items), f"{stage}@{game}")
         for i, item in enumerate(items):
             label = item.get("label", str(i)) if isinstance(item, dict) else str(i)
+            t0 = time.perf_counter()
             results.append(run_item(stage, game, label, item, fingerprint))
+            work_s += time.perf_counter() - t0
             bar.update(1)
         bar.close()
-        work_s = time.perf_counter() - started
+        t0 = time.perf_counter()
         metrics = module.finish(ctx, results) or {}
-        metrics["stage_seconds"] = time.perf_counter() - started
+        work_s += time.perf_counter() - t0
         metrics["work_seconds"] = work_s
+        metrics["stage_seconds"] = time.perf_counter() - started
         tracker.log_metrics(metrics)
     return metrics

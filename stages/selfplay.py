@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-import polars as pl
-
 from stackelberg.agents import LLM_AGENT_KINDS, make_agent
 from stackelberg.agents.runner import Table, play_tables
 from stackelberg.cli import seat_agents

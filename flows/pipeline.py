@@ -1,0 +1,130 @@
+"""The whole pipeline as one Prefect flow, over the DAG that dvc.yaml defines.
+
+The stage order, and whether a stage is stale, come from DVC itself (its graph and its
+status), so there is one DAG definition only. A stale stage runs in this process as a
+Prefect subflow (models stay loaded between stages, Prefect starts once), then
+``dvc commit`` records it in dvc.lock with the same hashes ``dvc repro`` would write.
+Up-to-date stages are skipped, so a second run with nothing changed takes seconds.
+
+    python -m flows.pipeline                 # everything that is stale
+    python -m flows.pipeline grpo@werewolf   # one stage and what it needs
+    python -m flows.pipeline --force         # rerun every stage
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from prefect import flow
+
+from flows.errors import USER_ERRORS, PipelineError, quiet_prefect
+
+
+def _repo():
+    from dvc.repo import Repo
+
+    return Repo(".")
+
+
+def stage_order(targets: list[str] | None = None) -> list[str]:
+    """Stage names (``label@werewolf``) in dependency order, limited to ``targets`` and their
+    upstream stages when given."""
+    import networkx as nx
+
+    with _repo() as repo:
+        graph = repo.index.graph
+        order = [s.addressing for s in reversed(list(nx.topological_sort(graph)))]
+        if not targets:
+            return order
+        by_name = {s.addressing: s for s in graph.nodes}
+        unknown = [t for t in targets if t not in by_name]
+        if unknown:
+            raise PipelineError(f"unknown stage {unknown[0]!r}; known: {', '.join(order)}")
+        wanted = set()
+        for t in targets:
+            wanted.add(t)
+            wanted.update(s.addressing for s in nx.descendants(graph, by_name[t]))
+        return [s for s in order if s in wanted]
+
+
+def is_stale(name: str) -> bool:
+    with _repo() as repo:
+        return bool(repo.status(targets=[name], with_deps=False))
+
+
+def record_in_lock(name: str) -> None:
+    """What `dvc repro` does after running a stage: hash deps/outs, cache outs, write dvc.lock."""
+    with _repo() as repo:
+        repo.commit(name, force=True)
+
+
+@flow(name="stackelberg-pipeline", log_prints=True)
+def pipeline(targets: list[str] | None = None, force: bool = False) -> dict[str, Any]:
+    """Run every stale stage in order; returns timings (stage work vs orchestration)."""
+    from flows.context import current_params
+    from flows.stage import run_stage
+    from flows.tracking import pipeline_run
+
+    started = time.perf_counter()
+    params = current_params()
+    ran, skipped, work = [], [], 0.0
+    with pipeline_run(params) as parent:
+        order = stage_order(targets)
+        for i, name in enumerate(order, 1):
+            if not force and not is_stale(name):
+                skipped.append(name)
+                print(f"[{i}/{len(order)}] {name}: up to date")
+                continue
+            stage, _, game = name.partition("@")
+            print(f"[{i}/{len(order)}] {name}: running")
+            t0 = time.perf_counter()
+            metrics = run_stage(stage, game or "all")
+            record_in_lock(name)
+            work += metrics.get("work_seconds", 0.0)
+            print(f"[{i}/{len(order)}] {name}: done in {time.perf_counter() - t0:.1f}s")
+            ran.append(name)
+        wall = time.perf_counter() - started
+        summary = {
+            "wall_seconds": wall,
+            "stage_work_seconds": work,
+            "orchestration_seconds": wall - work,
+            "orchestration_fraction": (wall - work) / wall if wall else 0.0,
+            "stages_run": len(ran),
+            "stages_skipped": len(skipped),
+        }
+        parent.log_metrics(summary)
+    print(
+        f"pipeline: {len(ran)} stages run, {len(skipped)} up to date, {wall:.1f}s "
+        f"(orchestration {summary['orchestration_seconds']:.1f}s, "
+        f"{summary['orchestration_fraction']:.1%})"
+    )
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m flows.pipeline", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("targets", nargs="*", help="stages to bring up to date (default: all)")
+    parser.add_argument("--force", action="store_true", help="rerun stages even if up to date")
+    args = parser.parse_args(argv)
+    quiet_prefect()
+    try:
+        pipeline(args.targets or None, args.force)
+    except (*USER_ERRORS, PipelineError) as exc:
+        print(f"pipeline: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            "pipeline: interrupted; finished work is kept and resumes on the next run",
+            file=sys.stderr,
+        )
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
