@@ -72,6 +72,9 @@ class LLMConfig(BaseModel):
     context_window: int | None = Field(
         None, gt=0, description="override the model's context window"
     )
+    adapter: str | None = Field(
+        None, description="local: a PEFT LoRA adapter folder merged into the model"
+    )
 
     def retry_policy(self) -> RetryPolicy:
         return RetryPolicy(
@@ -112,6 +115,11 @@ def make_llm(config: LLMConfig | dict[str, Any] | None = None, **overrides: Any)
             f"{config.backend} backend: set `model` to the served model's name "
             "('embedded' is the local backend's built-in model)"
         )
+    if config.adapter and config.backend != "local":
+        raise ConfigError(
+            f"{config.backend} backend: `adapter` is for the local backend; serve the adapter "
+            "with the server instead (e.g. vllm serve --enable-lora --lora-modules)"
+        )
     cache = open_cache(config.cache)
     if config.backend == "local":
         from stackelberg.llm.local import LocalBackend
@@ -124,6 +132,7 @@ def make_llm(config: LLMConfig | dict[str, Any] | None = None, **overrides: Any)
             context_window=config.context_window,
             cache=cache,
             threads=config.threads,
+            adapter=config.adapter,
         )
     if config.backend == "openai":
         from stackelberg.llm.openai_compat import OpenAIBackend

@@ -102,6 +102,25 @@ def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
     return (text[: min(cuts)], True) if cuts else (text, False)
 
 
+def adapter_digest(adapter: str) -> str:
+    """A short content hash of a PEFT adapter folder's weights."""
+    folder = Path(adapter)
+    files = sorted(folder.glob("adapter_model.*")) + sorted(folder.glob("adapter_config.json"))
+    if not files:
+        raise ModelNotFoundError(f"local backend: {adapter!r} is not a PEFT adapter folder")
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def merge_adapter(lm: Any, adapter: str) -> Any:
+    """The model with a LoRA adapter merged in (inference runs at the base model's speed)."""
+    from peft import PeftModel
+
+    return PeftModel.from_pretrained(lm, adapter).merge_and_unload()
+
+
 class LocalBackend(Backend):
     """A causal LM loaded with transformers; ``model="embedded"`` is the built-in SmolLM2."""
 
@@ -116,10 +135,15 @@ class LocalBackend(Backend):
         context_window: int | None = None,
         cache: ResponseCache | None = None,
         threads: int | None = None,
+        adapter: str | None = None,
     ) -> None:
         path = str(ensure_checkpoint()) if model == EMBEDDED_NAME else model
-        # The cache key names the embedded file, so a new embedded model invalidates old answers.
-        super().__init__(f"embedded:{GGUF_FILE}" if model == EMBEDDED_NAME else model, cache)
+        # The cache key names the embedded file, so a new embedded model invalidates old answers;
+        # with a LoRA adapter it also names the adapter's weights, so each training run is its own.
+        name = f"embedded:{GGUF_FILE}" if model == EMBEDDED_NAME else model
+        if adapter:
+            name += f"+lora:{adapter_digest(adapter)}"
+        super().__init__(name, cache)
         self.device = torch.device(
             ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
         )
@@ -141,6 +165,8 @@ class LocalBackend(Backend):
                 f"(nothing is downloaded on this machine); use 'embedded' or a checkpoint path "
                 f"({str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__})"
             ) from None
+        if adapter:
+            self.lm = merge_adapter(self.lm, adapter)
         self.lm.to(self.device).eval()
         self.batch_size = batch_size
         self._context_window = context_window or int(
