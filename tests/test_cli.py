@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -69,3 +70,40 @@ def test_unknown_game_exits_nonzero_without_traceback():
     )
     assert proc.returncode == 2
     assert "invalid choice: 'chess'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_play_with_a_human_seat(monkeypatch, capsys):
+    monkeypatch.setattr("sys.stdin", io.StringIO("1\n" * 200))
+    assert main(["play", "onuw", "--human", "2", "--set", "discussion_rounds=1"]) == 0
+    out = capsys.readouterr().out
+    assert "You are Player 2." in out and "Choose 1-4: " in out
+    assert "=== result:" in out and "Player 5:" in out  # roles revealed at the end
+
+
+@pytest.mark.parametrize(
+    "stdin, argv, status, words",
+    [
+        ("", ["play", "werewolf", "--human", "1"], 1, "the human player left (end of input)"),
+        ("", ["play", "werewolf", "--human", "8"], 2, "--human must be a seat from 1 to 7"),
+    ],
+)
+def test_human_seat_errors_are_one_line(monkeypatch, capsys, stdin, argv, status, words):
+    monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    assert main(argv) == status
+    err = capsys.readouterr().err.strip()
+    assert words in err and "\n" not in err and "Traceback" not in err
+
+
+def test_report_prints_the_tables(tmp_path, capsys):
+    from stackelberg.evaluation import game_metrics, play_matrix
+
+    records = play_matrix("werewolf", ["random", "scripted"], range(3), opponent="random")
+    (tmp_path / "werewolf").mkdir()
+    (tmp_path / "werewolf" / "metrics.json").write_text(json.dumps(game_metrics(records)))
+    assert main(["report", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "Win rate of the agent under test" in out and "werewolf: win rate by role" in out
+    assert main(["report", str(tmp_path), "--markdown"]) == 0
+    assert "| agent | werewolf |" in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "missing")]) == 2
+    assert "no metrics.json" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""The `stackelberg` command: play games and print what happened."""
+"""The `stackelberg` command: play games (or one seat yourself) and print evaluation reports."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from stackelberg.agents import LLM_AGENT_KINDS, make_agent
+from stackelberg.agents.human import HumanAgent, HumanQuit
 from stackelberg.agents.runner import Table, play_tables
 from stackelberg.games import GAMES, Game, GameError, make_game
 from stackelberg.io import atomic_writer
@@ -87,13 +88,19 @@ def transcript(game: Game) -> str:
             who = ", ".join(f"Player {p + 1}" for p in ev.visible_to) or "nobody"
             text = f"({who} only) {text}"
         lines.append(text)
+    return "\n".join(lines + result_lines(game))
+
+
+def result_lines(game: Game) -> list[str]:
+    """Who won, and every player's role (ONUW: and the card held at the end, if moved)."""
     res = game.result()
-    lines.append(f"=== result: {res['winner']} wins ({res['reason']}) ===")
+    final = res.get("final_roles")
+    lines = [f"=== result: {res['winner']} wins ({res['reason']}) ==="]
     for p in game.players:
-        lines.append(
-            f"  {p.name}: {p.role} ({p.team}){'  *won*' if p.id in res['winners'] else ''}"
-        )
-    return "\n".join(lines)
+        moved = f", ends as {final[p.id]}" if final and final[p.id] != p.role else ""
+        won = "  *won*" if p.id in res["winners"] else ""
+        lines.append(f"  {p.name}: {p.role} ({p.team}{moved}){won}")
+    return lines
 
 
 def cmd_play(args: argparse.Namespace) -> int:
@@ -103,24 +110,39 @@ def cmd_play(args: argparse.Namespace) -> int:
     probe = make_game(args.game, options)
     probe.reset(args.seed)
     kinds = seat_agents(args.agents, probe.n_players)
+    if args.human is not None:
+        if not 1 <= args.human <= probe.n_players:
+            raise UsageError(
+                f"--human must be a seat from 1 to {probe.n_players}, got {args.human}"
+            )
+        kinds[args.human - 1] = HumanAgent.kind
     llm = _backend(args) if any(k in LLM_AGENT_KINDS for k in kinds) else None
-    for kind in set(kinds):
+    for kind in set(kinds) - {HumanAgent.kind}:
         make_agent(kind, args.game, llm=llm)  # validate names before playing anything
-    batch = args.batch_games or (8 if llm is not None else 1)
+    batch = 1 if args.human is not None else args.batch_games or (8 if llm is not None else 1)
 
     records: list[dict[str, Any]] = []
     first_game: list[Game] = []
-    progress = _progress(args.games, f"{args.game} games", always=llm is not None)
+    progress = _progress(
+        args.games, f"{args.game} games", always=llm is not None and args.human is None
+    )
 
     def finished(table: Table) -> None:
         progress.update(1)
+        for agent in table.agents:
+            if isinstance(agent, HumanAgent):
+                agent.show_news()
+                agent.say("\n".join(result_lines(table.game)))
+
+    def seat(kind: str) -> Any:
+        return HumanAgent() if kind == HumanAgent.kind else make_agent(kind, args.game, llm=llm)
 
     with atomic_writer(args.out) as out:
         for start in range(0, args.games, batch):
             tables = [
                 Table(
                     make_game(args.game, options),
-                    [make_agent(k, args.game, llm=llm) for k in kinds],
+                    [seat(k) for k in kinds],
                     args.seed + i,
                 )
                 for i in range(start, min(start + batch, args.games))
@@ -138,6 +160,17 @@ def cmd_play(args: argparse.Namespace) -> int:
     print(summarize(records))
     if args.out:
         print(f"wrote {len(records)} game records to {args.out}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from stackelberg.evaluation.report import load_metrics, markdown_report, terminal_report
+
+    try:
+        metrics = load_metrics(args.path)
+    except (FileNotFoundError, ValueError) as err:
+        raise UsageError(str(err)) from None
+    print(markdown_report(metrics) if args.markdown else terminal_report(metrics))
     return 0
 
 
@@ -193,7 +226,22 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="games played at once, their LLM calls batched (default: 8 with LLM agents)",
     )
+    play.add_argument(
+        "--human",
+        type=int,
+        metavar="SEAT",
+        help="you play seat SEAT (1 = Player 1) in the terminal; games are played one by one",
+    )
     play.set_defaults(func=cmd_play)
+    report = sub.add_parser("report", help="print the evaluation tables from metrics.json")
+    report.add_argument(
+        "path",
+        nargs="?",
+        default="reports",
+        help="a metrics.json, a folder with one, or a folder of game folders (default: reports)",
+    )
+    report.add_argument("--markdown", action="store_true", help="print markdown tables")
+    report.set_defaults(func=cmd_report)
     return parser
 
 
@@ -205,6 +253,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, GameError, LLMError) as exc:
         print(f"stackelberg: error: {exc}", file=sys.stderr)
         return 2
+    except HumanQuit as quit:
+        print(f"stackelberg: the human player left ({quit}); game abandoned", file=sys.stderr)
+        return quit.status
     except KeyboardInterrupt:
         print("stackelberg: interrupted; no partial output was kept", file=sys.stderr)
         return 130

@@ -1,0 +1,122 @@
+"""The reward ablation (PAPER.md): refiner+ReAct trained with the full, positive-only and
+negative-only reward, against plain ReAct, one table shaped like the paper's.
+
+Each ``dvc exp run -S score.variant=...`` logs its evaluation to MLflow with the
+``score.variant`` param (or tag) and the metric names of ``metrics.mlflow_metrics``;
+``ablation_from_mlflow`` reads them back and ``ablation_table`` lays them out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+from stackelberg.evaluation.metrics import metric_key, rate
+from stackelberg.evaluation.report import TextTable, rate_cell
+
+VARIANT_KEY = "score.variant"
+BASELINE = "baseline"
+#: rows in the paper's order, and their labels
+VARIANT_LABELS: dict[str, str] = {
+    BASELINE: "ReAct",
+    "pos_only": "+ Refiner, positive-only reward",
+    "neg_only": "+ Refiner, negative-only reward",
+    "full": "+ Refiner, full reward",
+}
+GAME_ORDER = ("werewolf", "avalon", "onuw")
+
+
+class AblationResult(NamedTuple):
+    """Wins of one variant in one game (``variant`` is ``"baseline"`` for the plain agent)."""
+
+    variant: str
+    game: str
+    wins: int
+    games: int
+
+
+def ablation_table(
+    results: Iterable[AblationResult | tuple[str, str, int, int]],
+    labels: Mapping[str, str] | None = None,
+) -> TextTable:
+    """Rows: variants (paper order, unknown ones after); columns: games; cells: win rate
+    with its Wilson interval. Several results of one (variant, game) are added up."""
+    labels = {**VARIANT_LABELS, **(labels or {})}
+    totals: dict[tuple[str, str], list[int]] = {}
+    for variant, game, wins, games in results:
+        t = totals.setdefault((variant, game), [0, 0])
+        t[0] += int(wins)
+        t[1] += int(games)
+    seen_v = list(dict.fromkeys(v for v, _ in totals))
+    seen_g = list(dict.fromkeys(g for _, g in totals))
+    variants = [v for v in labels if v in seen_v] + [v for v in seen_v if v not in labels]
+    games = [g for g in GAME_ORDER if g in seen_g] + [g for g in seen_g if g not in GAME_ORDER]
+    rows = [
+        [
+            labels.get(v, v),
+            *(rate_cell(rate(*totals[v, g]) if (v, g) in totals else None) for g in games),
+        ]
+        for v in variants
+    ]
+    return TextTable(
+        "Reward ablation on top of ReAct (win rate of the agent under test)",
+        ["variant", *games],
+        rows,
+        "Cells: win rate [Wilson 95% interval] and games; rows differ only in the Refiner's "
+        "training reward (score.variant).",
+    )
+
+
+def _overall_counts(metrics: Mapping[str, float], condition: str) -> dict[str, tuple[int, int]]:
+    """{game: (wins, games)} of a condition from flattened MLflow metric names."""
+    key, out = metric_key(condition), {}
+    for name, value in metrics.items():
+        parts = name.split("/")
+        if len(parts) == 4 and parts[0] == "wins" and parts[2:] == [key, "overall"]:
+            games = metrics.get(f"games/{parts[1]}/{key}/overall")
+            if games is not None:
+                out[parts[1]] = (int(value), int(games))
+    return out
+
+
+def ablation_from_mlflow(
+    experiment: str,
+    tracking_uri: str,
+    condition: str = "refiner+react",
+    baseline: str = "react",
+) -> list[AblationResult]:
+    """Results of the newest run per (variant, game) in an MLflow experiment, plus the
+    baseline from the newest run of each game that played it. Runs without a
+    ``score.variant`` param or tag are ignored."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=tracking_uri)
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        raise ValueError(f"MLflow experiment {experiment!r} not found at {tracking_uri}")
+    found: dict[tuple[str, str], AblationResult] = {}
+    token = None
+    while True:
+        page = client.search_runs(
+            [exp.experiment_id], order_by=["attributes.start_time DESC"], page_token=token
+        )
+        for run in page:
+            variant = run.data.params.get(VARIANT_KEY) or run.data.tags.get(VARIANT_KEY)
+            if not variant:
+                continue
+            for name, v in ((variant, condition), (BASELINE, baseline)):
+                for game, (wins, games) in _overall_counts(run.data.metrics, v).items():
+                    found.setdefault((name, game), AblationResult(name, game, wins, games))
+        token = page.token
+        if not token:
+            break
+    return list(found.values())
+
+
+__all__ = [
+    "BASELINE",
+    "VARIANT_LABELS",
+    "AblationResult",
+    "ablation_from_mlflow",
+    "ablation_table",
+]

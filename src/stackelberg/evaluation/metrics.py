@@ -1,0 +1,267 @@
+"""Win rates and paired tests from tournament records; the content of ``metrics.json``.
+
+``game_metrics`` builds the metrics of one game (layout below, ``METRICS_VERSION``); the
+report, the plots and the MLflow logging all read that one dict, so they cannot disagree.
+
+Layout of ``reports/{game}/metrics.json``::
+
+    {"version": 1, "game": "onuw", "opponent": "direct", "seeds": [0, 1, ...],
+     "conditions": {                      # one entry per condition (tested agent)
+       "react": {
+         "overall": {"wins": 21, "n": 64, "rate": 0.328, "ci": [0.225, 0.451]},
+         "camps": {"werewolf": {...same keys...}, "village": {...}},
+         "roles": {"seer": {...}, "werewolf": {...}}}},   # roles held by the tested camp
+     "paired": [                          # X against refiner+X on the same (camp, seed)
+       {"base": "react", "treated": "refiner+react", "camp": "all", "n": 64,
+        "base_rate": 0.328, "treated_rate": 0.375, "diff": 0.047, "ci": [-0.06, 0.16],
+        "b": 5, "c": 8, "p_value": 0.58, "significant": false,
+        "verdict": "no significant difference (interval includes 0)"}, ...],
+     "reward": {"before": {"estimate": -3.1, "ci": [-3.5, -2.7], "n": 48},
+                "after": {...}, "diff": {...}, "significant": true, "verdict": "gain"}}
+
+Rates: ``overall`` pools the games of every camp played; a camp's game is a win when that
+camp's team is among the winners (ONUW: "village+tanner" counts for both). ``roles`` count
+each game once per role held by the tested camp (DEALT role), won when a tested holder of
+it won (in Werewolf and Avalon all holders share the camp's outcome; in ONUW a seat's own
+win depends on its final card). Intervals are Wilson 95%; ``n`` is games.
+``paired``: ``b`` = games only the base won, ``c`` = only the treated won; ``p_value`` is
+the exact McNemar test, ``ci`` a paired bootstrap 95% interval of the difference in win
+rate (treated - base). A difference is called a gain or a loss only when p < 0.05 and its
+interval excludes 0. ``reward``: held-out Measurer reward of the base and the trained
+Refiner, bootstrap 95% intervals; ``diff`` = after - before (paired when both lists are
+the same instances in the same order). ``reward`` is null when no rewards were given.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from stackelberg.evaluation.stats import (
+    Interval,
+    bootstrap_diff,
+    bootstrap_mean_ci,
+    mcnemar_exact,
+    paired_bootstrap_diff,
+    wilson,
+)
+from stackelberg.evaluation.tournament import REFINER_PREFIX, Record
+
+METRICS_VERSION = 1
+ALPHA = 0.05
+NOT_SIGNIFICANT = "no significant difference (interval includes 0)"
+
+
+def rate(wins: int, n: int) -> dict[str, Any]:
+    """A win rate with its Wilson 95% interval, as stored in metrics.json."""
+    i = wilson(wins, n)
+    return {"wins": wins, "n": n, "rate": i.estimate if n else None, "ci": [i.low, i.high]}
+
+
+def _role_outcomes(record: Record) -> dict[str, bool]:
+    """Per role held by the tested camp: did a tested holder win (one entry per game)."""
+    out: dict[str, bool] = {}
+    for p in record["players"]:
+        if p["tested"]:
+            out[p["role"]] = out.get(p["role"], False) or p["won"]
+    return out
+
+
+def win_rates(records: Iterable[Record]) -> dict[str, dict[str, Any]]:
+    """Per condition: overall, per camp and per (dealt) role win rates with intervals."""
+    counts: dict[str, dict[str, dict[str, list[int]]]] = defaultdict(
+        lambda: {
+            "overall": defaultdict(lambda: [0, 0]),
+            "camps": defaultdict(lambda: [0, 0]),
+            "roles": defaultdict(lambda: [0, 0]),
+        }
+    )
+    for r in records:
+        c = counts[r["condition"]]
+        for bucket, key, won in (
+            ("overall", "all", r["win"]),
+            ("camps", r["camp"], r["win"]),
+            *(("roles", role, w) for role, w in _role_outcomes(r).items()),
+        ):
+            c[bucket][key][0] += bool(won)
+            c[bucket][key][1] += 1
+    out: dict[str, dict[str, Any]] = {}
+    for condition, c in counts.items():
+        out[condition] = {
+            "overall": rate(*c["overall"]["all"]),
+            "camps": {k: rate(*v) for k, v in sorted(c["camps"].items())},
+            "roles": {k: rate(*v) for k, v in sorted(c["roles"].items())},
+        }
+    return out
+
+
+def default_pairs(conditions: Iterable[str]) -> list[tuple[str, str]]:
+    """(X, refiner+X) for every X whose refined condition was played too."""
+    names = list(dict.fromkeys(conditions))
+    return [
+        (c[len(REFINER_PREFIX) :], c)
+        for c in names
+        if c.startswith(REFINER_PREFIX) and c[len(REFINER_PREFIX) :] in names
+    ]
+
+
+def verdict(interval: Interval, p_value: float | None = None) -> tuple[bool, str]:
+    """Whether a difference is reported as one, and the words for it."""
+    significant = not interval.includes_zero() and (p_value is None or p_value < ALPHA)
+    if not significant:
+        return False, NOT_SIGNIFICANT
+    return True, "gain" if interval.estimate > 0 else "loss"
+
+
+def paired_test(
+    records: Iterable[Record],
+    base: str,
+    treated: str,
+    camp: str | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """``treated`` against ``base`` on the games both played (same camp and seed)."""
+    outcome: dict[str, dict[tuple[str, int], bool]] = {base: {}, treated: {}}
+    for r in records:
+        if r["condition"] in outcome and (camp is None or r["camp"] == camp):
+            outcome[r["condition"]][(r["camp"], r["seed"])] = bool(r["win"])
+    keys = sorted(outcome[base].keys() & outcome[treated].keys())
+    a = [outcome[base][k] for k in keys]
+    t = [outcome[treated][k] for k in keys]
+    b = sum(x and not y for x, y in zip(a, t, strict=True))
+    c = sum(y and not x for x, y in zip(a, t, strict=True))
+    p = mcnemar_exact(b, c)
+    diff = paired_bootstrap_diff(a, t, resamples, seed) if keys else Interval(0.0, 0.0, 0.0, 0)
+    significant, words = verdict(diff, p)
+    n = len(keys)
+    return {
+        "base": base,
+        "treated": treated,
+        "camp": camp or "all",
+        "n": n,
+        "base_rate": sum(a) / n if n else None,
+        "treated_rate": sum(t) / n if n else None,
+        "diff": diff.estimate,
+        "ci": [diff.low, diff.high],
+        "b": b,
+        "c": c,
+        "p_value": p,
+        "significant": significant,
+        "verdict": words,
+    }
+
+
+def paired_tests(
+    records: Sequence[Record],
+    pairs: Sequence[tuple[str, str]] | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """Every pair, over all camps and per camp."""
+    pairs = default_pairs(r["condition"] for r in records) if pairs is None else pairs
+    camps = list(dict.fromkeys(r["camp"] for r in records))
+    return [
+        paired_test(records, base, treated, camp, resamples, seed)
+        for base, treated in pairs
+        for camp in (None, *camps)
+    ]
+
+
+def reward_summary(
+    before: Sequence[float] | None,
+    after: Sequence[float] | None,
+    paired: bool = True,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> dict[str, Any] | None:
+    """Held-out reward before and after training, each with a bootstrap interval, and the
+    difference (paired when asked and both lists have the same length)."""
+    if not before or not after:
+        return None
+    pair = paired and len(before) == len(after)
+    diff = (paired_bootstrap_diff if pair else bootstrap_diff)(before, after, resamples, seed)
+    significant, words = verdict(diff)
+    return {
+        "before": bootstrap_mean_ci(before, resamples, seed).to_dict(),
+        "after": bootstrap_mean_ci(after, resamples, seed).to_dict(),
+        "diff": diff.to_dict(),
+        "paired": pair,
+        "significant": significant,
+        "verdict": words,
+    }
+
+
+def game_metrics(
+    records: Sequence[Record],
+    reward_before: Sequence[float] | None = None,
+    reward_after: Sequence[float] | None = None,
+    pairs: Sequence[tuple[str, str]] | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The metrics.json content of one game (see the module docstring)."""
+    games = {r["game"] for r in records}
+    if len(games) > 1:
+        raise ValueError(f"game_metrics: records of several games: {sorted(games)}")
+    return {
+        "version": METRICS_VERSION,
+        "game": games.pop() if games else None,
+        "opponent": next((r["opponent"] for r in records), None),
+        "seeds": sorted({r["seed"] for r in records}),
+        "conditions": win_rates(records),
+        "paired": paired_tests(records, pairs, resamples, seed),
+        "reward": reward_summary(reward_before, reward_after, resamples=resamples, seed=seed),
+    }
+
+
+def metric_key(name: str) -> str:
+    """A condition, camp or role as an MLflow metric-name part (no '+' allowed there)."""
+    return name.replace("+", "-")
+
+
+def mlflow_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """metrics.json flattened to MLflow metric names ``stat/game/condition/scope``.
+
+    ``stat`` is winrate, wins or games; scope is ``overall``, ``camp.X`` or ``role.X``;
+    paired tests give ``paired/game/base_vs_treated/{diff,p_value}`` (all camps), rewards
+    ``reward/game/{before,after,diff}``. ``ablation_from_mlflow`` reads these names.
+    """
+    game = metrics["game"]
+    out: dict[str, float] = {}
+    for condition, rates in metrics["conditions"].items():
+        scopes = {"overall": rates["overall"]}
+        scopes |= {f"camp.{k}": v for k, v in rates["camps"].items()}
+        scopes |= {f"role.{k}": v for k, v in rates["roles"].items()}
+        for scope, r in scopes.items():
+            stem = f"{game}/{metric_key(condition)}/{metric_key(scope)}"
+            out[f"wins/{stem}"] = float(r["wins"])
+            out[f"games/{stem}"] = float(r["n"])
+            if r["rate"] is not None:
+                out[f"winrate/{stem}"] = float(r["rate"])
+    for t in metrics["paired"]:
+        if t["camp"] == "all" and t["n"]:
+            stem = f"paired/{game}/{metric_key(t['base'])}_vs_{metric_key(t['treated'])}"
+            out[f"{stem}/diff"] = float(t["diff"])
+            out[f"{stem}/p_value"] = float(t["p_value"])
+    if metrics.get("reward"):
+        for part in ("before", "after", "diff"):
+            out[f"reward/{game}/{part}"] = float(metrics["reward"][part]["estimate"])
+    return out
+
+
+__all__ = [
+    "METRICS_VERSION",
+    "NOT_SIGNIFICANT",
+    "default_pairs",
+    "game_metrics",
+    "metric_key",
+    "mlflow_metrics",
+    "paired_test",
+    "paired_tests",
+    "rate",
+    "reward_summary",
+    "verdict",
+    "win_rates",
+]

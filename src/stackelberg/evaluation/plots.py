@@ -1,0 +1,98 @@
+"""PNG plots of an evaluation: win rate by condition and role, the GRPO reward curve, and the
+reward distribution before and after training. Matplotlib with the Agg backend (no display).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def _save(fig: Any, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, format="png", dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_win_rates(metrics: Mapping[str, Any], path: str | Path) -> Path:
+    """Grouped bars: overall, each camp and each role; one bar per condition; Wilson bars."""
+    conds = metrics["conditions"]
+    groups: list[tuple[str, str, str]] = [("overall", "overall", "")]
+    groups += [
+        ("camps", k, f"camp {k}")
+        for k in dict.fromkeys(k for c in conds.values() for k in c["camps"])
+    ]
+    groups += [("roles", k, k) for k in sorted({k for c in conds.values() for k in c["roles"]})]
+    width = 0.8 / max(len(conds), 1)
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(groups) * max(len(conds), 1) ** 0.5), 4))
+    for j, name in enumerate(conds):
+        xs, ys, errs = [], [], [[], []]
+        for i, (bucket, key, _) in enumerate(groups):
+            r = conds[name]["overall"] if bucket == "overall" else conds[name][bucket].get(key)
+            if not r or not r["n"]:
+                continue
+            xs.append(i + (j - (len(conds) - 1) / 2) * width)
+            ys.append(r["rate"])
+            errs[0].append(max(0.0, r["rate"] - r["ci"][0]))
+            errs[1].append(max(0.0, r["ci"][1] - r["rate"]))
+        ax.bar(xs, ys, width, yerr=errs, capsize=3, label=name)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([label or key for _, key, label in groups], rotation=30, ha="right")
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("win rate (95% Wilson interval)")
+    ax.set_title(f"{metrics.get('game', '')}: win rate of the agent under test")
+    ax.legend(fontsize="small")
+    return _save(fig, path)
+
+
+def plot_reward_curve(rewards: Sequence[float], path: str | Path, window: int = 10) -> Path:
+    """Mean reward per GRPO step, with a moving average over ``window`` steps."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    steps = list(range(1, len(rewards) + 1))
+    ax.plot(steps, rewards, alpha=0.4, label="per step")
+    if len(rewards) >= 2:
+        w = max(1, min(window, len(rewards)))
+        smooth = [
+            sum(rewards[max(0, i - w + 1) : i + 1]) / len(rewards[max(0, i - w + 1) : i + 1])
+            for i in range(len(rewards))
+        ]
+        ax.plot(steps, smooth, label=f"moving average ({w})")
+    ax.set_xlabel("GRPO step")
+    ax.set_ylabel("mean Measurer reward")
+    ax.set_title("Training reward")
+    ax.legend(fontsize="small")
+    return _save(fig, path)
+
+
+def plot_reward_distribution(
+    before: Sequence[float], after: Sequence[float], path: str | Path, bins: int = 20
+) -> Path:
+    """Overlaid histograms of held-out rewards of the base and the trained Refiner."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    values = [*before, *after]
+    edges = (
+        bins
+        if not values or min(values) == max(values)
+        else [min(values) + (max(values) - min(values)) * i / bins for i in range(bins + 1)]
+    )
+    for data, label in ((before, "before training"), (after, "after training")):
+        if data:
+            mean = sum(data) / len(data)
+            ax.hist(data, bins=edges, alpha=0.5, label=f"{label} (mean {mean:.2f}, n={len(data)})")
+    ax.set_xlabel("Measurer reward")
+    ax.set_ylabel("candidates")
+    ax.set_title("Held-out reward distribution")
+    ax.legend(fontsize="small")
+    return _save(fig, path)
+
+
+__all__ = ["plot_reward_curve", "plot_reward_distribution", "plot_win_rates"]

@@ -1,0 +1,258 @@
+"""Paper-style tables from metrics.json: one table model, rendered as markdown or terminal text.
+
+The markdown summary (``reports/summary.md``) and ``stackelberg report`` show the very same
+tables: overall win rate per condition and game (the paper's headline table), per camp, per
+role, the paired X vs refiner+X tests, and the held-out reward. A cell is "rate [low, high]"
+(Wilson 95%) with the number of games; a difference whose interval includes 0 says so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+METRICS_FILE = "metrics.json"
+
+
+@dataclass(frozen=True)
+class TextTable:
+    """A titled table of strings; ``note`` is printed under it."""
+
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    note: str = ""
+    align_left: int = 1  # leading columns aligned left (labels); the rest right
+
+
+def pct(x: float | None) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}%"
+
+
+def rate_cell(r: Mapping[str, Any] | None) -> str:
+    """``"44.7% [35.1, 54.6] n=64"`` for a rate dict of metrics.json."""
+    if not r or not r["n"]:
+        return "-"
+    lo, hi = r["ci"]
+    return f"{pct(r['rate'])} [{100 * lo:.1f}, {100 * hi:.1f}] n={r['n']}"
+
+
+def diff_cell(estimate: float, ci: Sequence[float], scale: float = 100.0, digits: int = 1) -> str:
+    """A signed difference with its interval, e.g. ``"+4.7 [-6.0, 16.0]"``."""
+    a, lo, hi = (scale * x for x in (estimate, *ci))
+    return f"{a:+.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def render_markdown(table: TextTable) -> str:
+    lines = [f"### {table.title}", ""]
+    lines.append("| " + " | ".join(table.headers) + " |")
+    lines.append(
+        "|"
+        + "|".join(":---" if i < table.align_left else "---:" for i in range(len(table.headers)))
+        + "|"
+    )
+    lines += ["| " + " | ".join(row) + " |" for row in table.rows]
+    if table.note:
+        lines += ["", table.note]
+    return "\n".join(lines)
+
+
+def render_text(table: TextTable) -> str:
+    widths = [
+        max(len(str(x)) for x in [h, *(row[i] for row in table.rows)])
+        for i, h in enumerate(table.headers)
+    ]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            c.ljust(w) if i < table.align_left else c.rjust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    out = [table.title, line(table.headers), "  ".join("-" * w for w in widths)]
+    out += [line(row) for row in table.rows]
+    if table.note:
+        out.append(table.note)
+    return "\n".join(out)
+
+
+def _conditions(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    names = [c for m in metrics_by_game.values() for c in m["conditions"]]
+    return list(dict.fromkeys(names))
+
+
+def overall_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable:
+    """The headline table: rows are conditions, columns games, cells overall win rates."""
+    games = list(metrics_by_game)
+    rows = [
+        [c, *(rate_cell(metrics_by_game[g]["conditions"].get(c, {}).get("overall")) for g in games)]
+        for c in _conditions(metrics_by_game)
+    ]
+    opponents = sorted({str(m.get("opponent")) for m in metrics_by_game.values()})
+    return TextTable(
+        "Win rate of the agent under test (all camps)",
+        ["agent", *games],
+        rows,
+        f"Opponent seats: {', '.join(opponents)}. Cells: win rate [Wilson 95% interval] and games.",
+    )
+
+
+def camp_table(metrics: Mapping[str, Any]) -> TextTable:
+    conds = metrics["conditions"]
+    camps = list(dict.fromkeys(k for c in conds.values() for k in c["camps"]))
+    rows = [
+        [c, *(rate_cell(conds[c]["camps"].get(k)) for k in camps), rate_cell(conds[c]["overall"])]
+        for c in conds
+    ]
+    return TextTable(f"{metrics['game']}: win rate by camp", ["agent", *camps, "overall"], rows)
+
+
+def role_table(metrics: Mapping[str, Any]) -> TextTable:
+    conds = metrics["conditions"]
+    roles = sorted({k for c in conds.values() for k in c["roles"]})
+    rows = [[r, *(rate_cell(conds[c]["roles"].get(r)) for c in conds)] for r in roles]
+    return TextTable(
+        f"{metrics['game']}: win rate by role held by the agent under test",
+        ["role", *conds],
+        rows,
+        "Role = the role dealt; a game counts once per role.",
+    )
+
+
+def paired_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable:
+    rows = [
+        [
+            game,
+            t["camp"],
+            f"{t['base']} -> {t['treated']}",
+            str(t["n"]),
+            pct(t["base_rate"]),
+            pct(t["treated_rate"]),
+            diff_cell(t["diff"], t["ci"]) if t["n"] else "-",
+            f"{t['b']}/{t['c']}",
+            f"{t['p_value']:.3g}",
+            t["verdict"],
+        ]
+        for game, m in metrics_by_game.items()
+        for t in m["paired"]
+    ]
+    return TextTable(
+        "Paired comparison on the same seeds (X vs refiner+X)",
+        [
+            "game",
+            "camp",
+            "pair",
+            "games",
+            "base",
+            "treated",
+            "diff [95% CI]",
+            "b/c",
+            "p",
+            "verdict",
+        ],
+        rows,
+        "b/c: games only the base / only the treated won; p: exact McNemar; CI: paired "
+        "bootstrap of the win-rate difference in points.",
+        align_left=3,
+    )
+
+
+def _mean_cell(part: Mapping[str, Any]) -> str:
+    lo, hi = part["ci"]
+    return f"{part['estimate']:.3f} [{lo:.3f}, {hi:.3f}] n={part['n']}"
+
+
+def reward_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable:
+    rows = []
+    for game, m in metrics_by_game.items():
+        r = m.get("reward")
+        if r:
+            d = r["diff"]
+            rows.append(
+                [
+                    game,
+                    _mean_cell(r["before"]),
+                    _mean_cell(r["after"]),
+                    diff_cell(d["estimate"], d["ci"], scale=1.0, digits=3),
+                    r["verdict"],
+                ]
+            )
+    return TextTable(
+        "Held-out Measurer reward, base Refiner vs trained",
+        ["game", "before", "after", "diff [95% CI]", "verdict"],
+        rows,
+        "Mean reward with a bootstrap 95% interval.",
+    )
+
+
+def report_tables(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> list[TextTable]:
+    """Every table of the report, in reading order (empty ones left out)."""
+    tables = [overall_table(metrics_by_game)]
+    for m in metrics_by_game.values():
+        tables += [camp_table(m), role_table(m)]
+    tables += [paired_table(metrics_by_game), reward_table(metrics_by_game)]
+    return [t for t in tables if t.rows]
+
+
+def markdown_report(
+    metrics_by_game: Mapping[str, Mapping[str, Any]],
+    plots: Sequence[str] = (),
+    extra_tables: Sequence[TextTable] = (),
+    title: str = "Evaluation",
+) -> str:
+    """The markdown summary; ``plots`` are image paths relative to the markdown file."""
+    parts = [f"# {title}"]
+    parts += [render_markdown(t) for t in [*report_tables(metrics_by_game), *extra_tables]]
+    parts += [f"![{Path(p).stem}]({p})" for p in plots]
+    return "\n\n".join(parts) + "\n"
+
+
+def terminal_report(
+    metrics_by_game: Mapping[str, Mapping[str, Any]], extra_tables: Sequence[TextTable] = ()
+) -> str:
+    return "\n\n".join(render_text(t) for t in [*report_tables(metrics_by_game), *extra_tables])
+
+
+def load_metrics(path: str | Path = "reports") -> dict[str, dict[str, Any]]:
+    """metrics.json files by game: a file, a folder holding one, or a folder of game folders."""
+    path = Path(path)
+    if path.is_file():
+        files = [path]
+    elif (path / METRICS_FILE).is_file():
+        files = [path / METRICS_FILE]
+    else:
+        files = sorted(path.glob(f"*/{METRICS_FILE}"))
+    if not files:
+        raise FileNotFoundError(
+            f"{path}: no {METRICS_FILE} (expected {path}/{METRICS_FILE} or "
+            f"{path}/<game>/{METRICS_FILE}; run the evaluate stage first)"
+        )
+    out: dict[str, dict[str, Any]] = {}
+    for f in files:
+        try:
+            m = json.loads(f.read_text())
+            out[m.get("game") or f.parent.name] = m
+        except (json.JSONDecodeError, AttributeError) as err:
+            raise ValueError(f"{f}: not a metrics.json object ({err})") from None
+    return out
+
+
+__all__ = [
+    "TextTable",
+    "camp_table",
+    "load_metrics",
+    "markdown_report",
+    "overall_table",
+    "paired_table",
+    "rate_cell",
+    "render_markdown",
+    "render_text",
+    "report_tables",
+    "reward_table",
+    "role_table",
+    "terminal_report",
+]

@@ -1,0 +1,247 @@
+"""Tournaments by camp, the paper's protocol: the agent under test holds every seat of one
+camp, a plain opponent agent (default ``direct``) holds all the others.
+
+A condition names the tested agent: an agent kind (``direct``, ``react``, ``scripted``, ...)
+or ``refiner+X``, which wraps X in the Refiner (its generations go to the ``refiner`` LLM
+route). Conditions are compared on the same seeds: the engine deals roles from the seed and
+every seat's agent has its own seeded stream (``runner.agent_rng``), so X and ``refiner+X``
+meet exactly the same deals, and differ only in what the tested seats do.
+
+Roles are dealt inside ``reset``, so the seats of a camp are found by resetting a probe game
+with the seed before the table is built (``camp_seats``). ONUW: a camp is the team of the
+card DEALT (a player may end the night on another card; the result counts final cards). A
+seed whose deal gives the camp no seat (e.g. no werewolf card among the ONUW players) is
+skipped for that camp, for every condition alike, so pairing is kept.
+
+All tables of a call are played together in batches (``play_tables``), so the LLM requests
+of many games, conditions and camps share forward passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from stackelberg.agents import LLM_AGENT_KINDS, Agent, make_agent
+from stackelberg.agents.refiner import REFINER_ROUTE, RefinerAgent
+from stackelberg.agents.runner import Table, play_tables
+from stackelberg.games import ConfigError, make_game
+
+#: camps (teams) of each game that an agent under test can hold
+CAMPS: dict[str, tuple[str, ...]] = {
+    "werewolf": ("werewolf", "village"),
+    "avalon": ("good", "evil"),
+    "onuw": ("werewolf", "village", "tanner"),
+}
+#: camps played by default (the default ONUW deck has no tanner)
+DEFAULT_CAMPS: dict[str, tuple[str, ...]] = {
+    "werewolf": ("werewolf", "village"),
+    "avalon": ("good", "evil"),
+    "onuw": ("werewolf", "village"),
+}
+REFINER_PREFIX = "refiner+"
+DEFAULT_ROUTE = "default"
+
+Record = dict[str, Any]
+
+
+def parse_condition(condition: str) -> tuple[str, bool]:
+    """``"refiner+react"`` -> ``("react", True)``; ``"direct"`` -> ``("direct", False)``."""
+    refined = condition.startswith(REFINER_PREFIX)
+    inner = condition[len(REFINER_PREFIX) :] if refined else condition
+    if not inner or inner.startswith(REFINER_PREFIX):
+        raise ConfigError(f"bad condition {condition!r}; use an agent kind X or 'refiner+X'")
+    return inner, refined
+
+
+def _known(game_name: str) -> str:
+    if game_name not in CAMPS:
+        raise ConfigError(f"unknown game {game_name!r}; choose one of: {', '.join(CAMPS)}")
+    return game_name
+
+
+def _check_camp(game_name: str, camp: str) -> None:
+    camps = CAMPS[_known(game_name)]
+    if camp not in camps:
+        raise ConfigError(f"{game_name}: unknown camp {camp!r}; choose one of: {', '.join(camps)}")
+
+
+def camp_seats(
+    game_name: str, seed: int, camp: str, options: Mapping[str, Any] | None = None
+) -> list[int]:
+    """Seats (0-based) whose DEALT team is ``camp`` in the deal of ``seed``."""
+    _check_camp(game_name, camp)
+    game = make_game(game_name, dict(options or {}))
+    game.reset(seed)
+    return [p.id for p in game.players if p.team == camp]
+
+
+def as_routes(llm: Any) -> dict[str, Any]:
+    """One backend, or a mapping route -> backend ("default" for plain agents), as a mapping."""
+    if llm is None:
+        return {}
+    if isinstance(llm, Mapping):
+        return dict(llm)
+    return {DEFAULT_ROUTE: llm}
+
+
+def build_agent(
+    condition: str,
+    game_name: str,
+    llm_routes: Mapping[str, Any] | None = None,
+    agent_options: Mapping[str, Any] | None = None,
+    refiner_options: Mapping[str, Any] | None = None,
+) -> Agent:
+    """The agent of a condition; LLM kinds get ``agent_options`` (e.g. speech_tokens)."""
+    inner, refined = parse_condition(condition)
+    routes = as_routes(llm_routes)
+    options = dict(agent_options or {}) if inner in LLM_AGENT_KINDS else {}
+    agent = make_agent(inner, game_name, llm=routes.get(DEFAULT_ROUTE), **options)
+    if not refined:
+        return agent
+    if REFINER_ROUTE not in routes:
+        raise ConfigError(
+            f"condition {condition!r} needs a Refiner backend: llm_routes[{REFINER_ROUTE!r}]"
+        )
+    return RefinerAgent(agent, routes[REFINER_ROUTE], **dict(refiner_options or {}))
+
+
+def _summary(table: Table, condition: str, camp: str, opponent: str, seats: list[int]) -> Record:
+    """The facts of one finished game that the metrics need (JSON-ready)."""
+    game = table.game
+    result = game.result()
+    winners = set(result["winners"])
+    winning_teams = result["winner"].split("+")
+    final = result.get("final_roles")
+    players = [
+        {
+            "id": p.id,
+            "role": p.role,
+            "team": p.team,
+            **({"final_role": final[p.id]} if final else {}),
+            "tested": p.id in seats,
+            "won": p.id in winners,
+        }
+        for p in game.players
+    ]
+    record: Record = {
+        "game": game.name,
+        "seed": table.seed,
+        "condition": condition,
+        "camp": camp,
+        "opponent": opponent,
+        "seats": seats,
+        "players": players,
+        "winner": result["winner"],
+        "reason": result["reason"],
+        "win": camp in winning_teams,
+        "decisions": table.decisions,
+    }
+    refiners = [a for a in table.agents if isinstance(a, RefinerAgent)]
+    if refiners:
+        record["refined"] = sum(a.refined for a in refiners)
+        record["refiner_parsed"] = sum(a.parsed for a in refiners)
+    return record
+
+
+def play_matrix(
+    game_name: str,
+    conditions: Sequence[str],
+    seeds: Iterable[int],
+    camps: Sequence[str] | None = None,
+    opponent: str = "direct",
+    llm_routes: Any = None,
+    agent_options: Mapping[str, Any] | None = None,
+    refiner_options: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | None = None,
+    batch_games: int = 32,
+    keep_games: bool = False,
+    on_game: Callable[[Record], None] | None = None,
+) -> list[Record]:
+    """Every (condition, camp, seed) game, played ``batch_games`` tables at a time.
+
+    Returns one record per game played (see ``_summary``; with ``keep_games`` the full game
+    record is under ``"game_record"``). ``llm_routes``: one backend or {"default": backend,
+    "refiner": backend}; None for agents without an LLM.
+    """
+    if batch_games < 1:
+        raise ConfigError(f"batch_games must be at least 1, got {batch_games}")
+    camps = tuple(camps) if camps else DEFAULT_CAMPS[_known(game_name)]
+    seeds = list(seeds)
+    routes = as_routes(llm_routes)
+    if opponent.startswith(REFINER_PREFIX):
+        raise ConfigError(f"the opponent must be a plain agent kind, got {opponent!r}")
+    for camp in camps:
+        _check_camp(game_name, camp)
+    for condition in (*conditions, opponent):  # fail on bad names before any game is played
+        build_agent(condition, game_name, routes, agent_options, refiner_options)
+    jobs = []
+    for camp in camps:
+        seats_of = {seed: camp_seats(game_name, seed, camp, options) for seed in seeds}
+        for condition in conditions:
+            jobs += [(condition, camp, seed, seats_of[seed]) for seed in seeds if seats_of[seed]]
+
+    def table(condition: str, camp: str, seed: int, seats: list[int]) -> Table:
+        game = make_game(game_name, dict(options or {}))
+        n = len(game.reset(seed).players)
+        agents = [
+            build_agent(
+                condition if pid in seats else opponent,
+                game_name,
+                routes,
+                agent_options,
+                refiner_options,
+            )
+            for pid in range(n)
+        ]
+        return Table(game, agents, seed)
+
+    records: list[Record] = []
+    for start in range(0, len(jobs), batch_games):
+        chunk = jobs[start : start + batch_games]
+        tables = [table(*job) for job in chunk]
+        full = play_tables(tables, routes or None)
+        for (condition, camp, _, seats), t, game_record in zip(chunk, tables, full, strict=True):
+            record = _summary(t, condition, camp, opponent, seats)
+            if keep_games:
+                record["game_record"] = game_record
+            records.append(record)
+            if on_game:
+                on_game(record)
+    return records
+
+
+def play_tournament(
+    game_name: str,
+    condition: str,
+    camp: str,
+    opponent: str = "direct",
+    seeds: Iterable[int] = range(10),
+    llm_routes: Any = None,
+    agent_options: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> list[Record]:
+    """One condition holding one camp on the given seeds (see ``play_matrix`` for kwargs)."""
+    _check_camp(game_name, camp)
+    return play_matrix(
+        game_name,
+        [condition],
+        seeds,
+        camps=[camp],
+        opponent=opponent,
+        llm_routes=llm_routes,
+        agent_options=agent_options,
+        **kwargs,
+    )
+
+
+__all__ = [
+    "CAMPS",
+    "DEFAULT_CAMPS",
+    "Record",
+    "build_agent",
+    "camp_seats",
+    "parse_condition",
+    "play_matrix",
+    "play_tournament",
+]

@@ -1,0 +1,224 @@
+"""Win rates, paired tests and the metrics.json layout; report tables; ablation and MLflow."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from stackelberg.evaluation.ablation import (
+    AblationResult,
+    ablation_from_mlflow,
+    ablation_table,
+)
+from stackelberg.evaluation.metrics import (
+    NOT_SIGNIFICANT,
+    game_metrics,
+    mlflow_metrics,
+    paired_test,
+    win_rates,
+)
+from stackelberg.evaluation.report import (
+    load_metrics,
+    markdown_report,
+    render_markdown,
+    render_text,
+    terminal_report,
+)
+from stackelberg.evaluation.tournament import play_matrix
+
+
+def rec(condition: str, seed: int, win: bool, camp: str = "werewolf", role: str = "werewolf"):
+    """A minimal tournament record: one tested seat of ``role`` in ``camp``."""
+    return {
+        "game": "werewolf",
+        "seed": seed,
+        "condition": condition,
+        "camp": camp,
+        "opponent": "direct",
+        "seats": [0],
+        "winner": camp if win else "other",
+        "win": win,
+        "players": [
+            {"id": 0, "role": role, "team": camp, "tested": True, "won": win},
+            {"id": 1, "role": "seer", "team": "x", "tested": False, "won": not win},
+        ],
+    }
+
+
+def discordant(b: int, c: int, ties: int = 3) -> list[dict]:
+    """X wins alone in b games, refiner+X alone in c, both win in ``ties``."""
+    out, seed = [], 0
+    for x, r, k in ((True, False, b), (False, True, c), (True, True, ties)):
+        for _ in range(k):
+            out += [rec("react", seed, x), rec("refiner+react", seed, r)]
+            seed += 1
+    return out
+
+
+def test_paired_test_uses_discordant_pairs_and_exact_mcnemar():
+    t = paired_test(discordant(1, 8), "react", "refiner+react", resamples=1000)
+    assert (t["n"], t["b"], t["c"]) == (12, 1, 8)
+    assert t["p_value"] == pytest.approx(0.0390625)
+    assert t["diff"] == pytest.approx(7 / 12)
+    assert t["ci"][0] > 0 and t["significant"] and t["verdict"] == "gain"
+
+
+def test_a_gain_whose_interval_includes_zero_is_not_called_a_gain():
+    t = paired_test(discordant(2, 4), "react", "refiner+react", resamples=1000)
+    assert t["diff"] > 0 and t["p_value"] > 0.05
+    assert not t["significant"] and t["verdict"] == NOT_SIGNIFICANT
+
+
+def test_unpaired_seeds_are_left_out_of_the_pairing():
+    records = discordant(0, 2) + [rec("react", 99, True)]
+    assert paired_test(records, "react", "refiner+react")["n"] == 5
+
+
+def test_win_rates_per_condition_camp_and_role():
+    records = [
+        rec("react", 0, True),
+        rec("react", 1, False),
+        rec("react", 0, True, camp="village", role="seer"),
+        rec("react", 1, True, camp="village", role="villager"),
+    ]
+    rates = win_rates(records)["react"]
+    assert (rates["overall"]["wins"], rates["overall"]["n"]) == (3, 4)
+    assert rates["camps"]["werewolf"]["rate"] == 0.5
+    assert rates["camps"]["village"]["ci"] == pytest.approx([0.3424, 1.0], abs=1e-4)
+    assert {k: v["n"] for k, v in rates["roles"].items()} == {
+        "seer": 1,
+        "villager": 1,
+        "werewolf": 2,
+    }
+
+
+def test_a_role_counts_once_per_game():
+    r = rec("react", 0, True)
+    r["players"].append(
+        {"id": 2, "role": "werewolf", "team": "werewolf", "tested": True, "won": True}
+    )
+    assert win_rates([r])["react"]["roles"]["werewolf"]["n"] == 1
+
+
+@pytest.fixture(scope="module")
+def tiny_metrics() -> dict:
+    """A tiny real tournament: scripted vs random as the tested agent (random opponents)."""
+    records = play_matrix("avalon", ["random", "scripted"], range(6), opponent="random")
+    return game_metrics(
+        records,
+        [0.1, -0.2, 0.3, 0.0],
+        [0.5, 0.4, 0.9, 0.2],
+        pairs=[("random", "scripted")],
+        resamples=500,
+    )
+
+
+def test_metrics_json_layout(tiny_metrics):
+    m = json.loads(json.dumps(tiny_metrics))  # JSON-ready
+    assert set(m) == {"version", "game", "opponent", "seeds", "conditions", "paired", "reward"}
+    assert (m["version"], m["game"], m["opponent"], m["seeds"]) == (
+        1,
+        "avalon",
+        "random",
+        list(range(6)),
+    )
+    assert set(m["conditions"]) == {"random", "scripted"}
+    for c in m["conditions"].values():
+        assert set(c) == {"overall", "camps", "roles"} and set(c["camps"]) == {"good", "evil"}
+        assert c["overall"]["n"] == 12 and set(c["overall"]) == {"wins", "n", "rate", "ci"}
+    assert [t["camp"] for t in m["paired"]] == ["all", "good", "evil"]
+    assert {"b", "c", "p_value", "ci", "diff", "verdict", "significant"} <= set(m["paired"][0])
+    assert m["reward"]["paired"] and m["reward"]["diff"]["estimate"] == pytest.approx(0.45)
+    assert game_metrics([])["reward"] is None
+
+
+def test_report_tables_markdown_and_terminal(tiny_metrics, tmp_path):
+    md = markdown_report({"avalon": tiny_metrics}, plots=["avalon/win_rates.png"])
+    assert "### Win rate of the agent under test (all camps)" in md
+    assert "| agent | avalon |" in md and "| scripted |" in md and "n=12" in md
+    assert "avalon: win rate by camp" in md and "avalon: win rate by role" in md
+    assert "Paired comparison" in md and "Held-out Measurer reward" in md
+    assert "![win_rates](avalon/win_rates.png)" in md
+    text = terminal_report({"avalon": tiny_metrics})
+    assert "|" not in text and "scripted" in text and "McNemar" in text
+    (tmp_path / "avalon").mkdir()
+    (tmp_path / "avalon" / "metrics.json").write_text(json.dumps(tiny_metrics))
+    assert load_metrics(tmp_path) == load_metrics(tmp_path / "avalon") == {"avalon": tiny_metrics}
+    with pytest.raises(FileNotFoundError, match="no metrics.json"):
+        load_metrics(tmp_path / "avalon" / "nothing")
+
+
+def test_ablation_table_is_shaped_like_the_paper():
+    table = ablation_table(
+        [
+            ("full", "werewolf", 7, 10),
+            ("baseline", "werewolf", 5, 10),
+            ("pos_only", "onuw", 6, 10),
+            ("neg_only", "werewolf", 5, 10),
+            AblationResult("full", "onuw", 0, 10),
+            ("full", "onuw", 8, 10),  # summed: 8/20
+        ]
+    )
+    assert table.headers == ["variant", "werewolf", "onuw"]
+    assert [row[0] for row in table.rows] == [
+        "ReAct",
+        "+ Refiner, positive-only reward",
+        "+ Refiner, negative-only reward",
+        "+ Refiner, full reward",
+    ]
+    assert table.rows[3][1] == "70.0% [39.7, 89.2] n=10" and table.rows[3][2].startswith("40.0% ")
+    assert table.rows[0][2] == "-"
+    assert "| ReAct |" in render_markdown(table) and "ReAct" in render_text(table)
+
+
+@pytest.mark.slow
+def test_ablation_from_a_temporary_mlflow_store(tmp_path, tiny_metrics):
+    import mlflow
+
+    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    exp = client.create_experiment("abl", artifact_location=str(tmp_path / "art"))
+
+    def log(variant: str | None, wins: int, as_tag: bool = False) -> None:
+        run = client.create_run(exp)
+        metrics = {
+            "wins/onuw/refiner-react/overall": wins,
+            "games/onuw/refiner-react/overall": 20,
+            "wins/onuw/react/overall": 9,
+            "games/onuw/react/overall": 20,
+            "winrate/onuw/refiner-react/overall": wins / 20,
+        }
+        for k, v in metrics.items():
+            client.log_metric(run.info.run_id, k, v)
+        if variant and as_tag:
+            client.set_tag(run.info.run_id, "score.variant", variant)
+        elif variant:
+            client.log_param(run.info.run_id, "score.variant", variant)
+        client.set_terminated(run.info.run_id)
+
+    log("full", 1)  # older run of the same variant: superseded
+    for variant, wins in (("full", 14), ("pos_only", 12), ("neg_only", 10), (None, 20)):
+        log(variant, wins, as_tag=variant == "neg_only")
+    run = client.create_run(exp)  # metrics as the evaluate stage logs them
+    for k, v in mlflow_metrics(tiny_metrics).items():
+        client.log_metric(run.info.run_id, k, v)
+    client.log_param(run.info.run_id, "score.variant", "full")
+
+    results = ablation_from_mlflow("abl", uri, condition="refiner+react")
+    assert sorted(results) == sorted(
+        [
+            AblationResult("full", "onuw", 14, 20),
+            AblationResult("pos_only", "onuw", 12, 20),
+            AblationResult("neg_only", "onuw", 10, 20),
+            AblationResult("baseline", "onuw", 9, 20),
+        ]
+    )
+    scripted = ablation_from_mlflow("abl", uri, condition="scripted", baseline="random")
+    overall = {c: tiny_metrics["conditions"][c]["overall"] for c in ("scripted", "random")}
+    assert sorted(scripted) == [
+        AblationResult("baseline", "avalon", overall["random"]["wins"], 12),
+        AblationResult("full", "avalon", overall["scripted"]["wins"], 12),
+    ]
+    with pytest.raises(ValueError, match="not found"):
+        ablation_from_mlflow("nope", uri)
