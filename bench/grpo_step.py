@@ -1,0 +1,111 @@
+"""Benchmark: seconds per GRPO step of the Refiner on the embedded model, and where they go.
+
+Real Refiner prompts (Werewolf, ``agents.refiner.refiner_messages``), the embedded
+SmolLM2-135M checkpoint + LoRA r=16, and a cheap deterministic reward (the parsed
+``Response:`` length), so ``reward_s`` is the trainer's reward overhead, not a Measurer's.
+Prints one JSON line: step_s (mean trainer step time), generation_s and reward_s per step,
+the rest (old/ref log-probs, loss, backward, optimizer) and the total wall time.
+
+    python bench/grpo_step.py [--steps 2] [--generations 8] [--max-new-tokens 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+
+import torch
+from transformers import AutoTokenizer
+
+from stackelberg.agents.refiner import parse_refiner_output, refiner_messages
+from stackelberg.games import make_game
+from stackelberg.llm.embedded import ensure_checkpoint
+from stackelberg.training import GRPOSettings, train_refiner
+
+BASES = [
+    "I think Player 3 is lying about the vote.",
+    "Player 5 has been too quiet, we should watch them.",
+    "I am a villager and I trust Player 2.",
+    "Let us vote for Player 6 today.",
+]
+
+
+def prompts(n: int) -> list[list[dict]]:
+    out = []
+    for i in range(n):
+        game = make_game("werewolf").reset(seed=i)
+        lines = [f"Player {j + 2} says they suspect Player {(j + i) % 7 + 1}." for j in range(4)]
+        out.append(refiner_messages(game, 0, 1, BASES[i % len(BASES)], lines))
+    return out
+
+
+def response_length(completions: list[str], base: list[str]) -> list[float]:
+    """Longer parsed responses score higher; a tiny stand-in for the Measurer reward.
+
+    >>> response_length(["Analysis: x\\nResponse: hello"], ["b"])
+    [5.0]
+    """
+    return [
+        float(len(parse_refiner_output(c, b)[0])) for c, b in zip(completions, base, strict=True)
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--generations", type=int, default=8)
+    parser.add_argument("--prompts-per-step", type=int, default=1)
+    parser.add_argument("--max-new-tokens", type=int, default=32)
+    args = parser.parse_args()
+    n = args.steps * args.prompts_per_step
+    chats = prompts(n)
+    settings = GRPOSettings(
+        num_generations=args.generations,
+        prompts_per_step=args.prompts_per_step,
+        max_completion_length=args.max_new_tokens,
+    )
+    base = [BASES[i % len(BASES)] for i in range(n)]
+    tokenizer = AutoTokenizer.from_pretrained(ensure_checkpoint())
+    prompt_tokens = [
+        len(
+            tokenizer.apply_chat_template(
+                c, add_generation_prompt=True, tokenize=True, return_dict=True
+            )["input_ids"]
+        )
+        for c in chats
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        result = train_refiner(
+            ensure_checkpoint(), chats, {"base": base}, response_length, settings, f"{tmp}/a"
+        )
+        wall = time.perf_counter() - start
+    steps = result.steps
+    step_s = statistics.mean(h["step_time"] for h in result.history)
+    gen, rew = result.generation_s / steps, result.reward_s / steps
+    row = {
+        "steps": steps,
+        "prompts_per_step": args.prompts_per_step,
+        "generations": args.generations,
+        "max_new_tokens": args.max_new_tokens,
+        "step_s": round(step_s, 3),
+        "generation_s_per_step": round(gen, 3),
+        "reward_s_per_step": round(rew, 5),
+        "other_s_per_step": round(step_s - gen - rew, 3),
+        "wall_s": round(wall, 2),
+        "mean_prompt_tokens": round(statistics.mean(prompt_tokens), 1),
+        "mean_completion_tokens": round(
+            statistics.mean(h["completions/mean_length"] for h in result.history), 1
+        ),
+        "torch_threads": torch.get_num_threads(),
+        "load_avg_1m": round(os.getloadavg()[0], 2),
+    }
+    print(json.dumps(row))
+
+
+if __name__ == "__main__":
+    main()

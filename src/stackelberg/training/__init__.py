@@ -1,0 +1,31 @@
+"""Layer 5: training the Refiner with GRPO (TRL + a PEFT LoRA adapter).
+
+    from stackelberg.training import GRPOSettings, train_refiner
+    settings = GRPOSettings(**params.grpo.model_dump())
+    result = train_refiner(base, prompts, {"instance_id": ids}, reward_fn, settings, "out/refiner")
+    result.adapter_dir  # a PEFT adapter: PeftModel.from_pretrained(base_model, result.adapter_dir)
+
+Importing this package does not import torch, transformers or TRL; ``train_refiner`` does.
+"""
+
+from __future__ import annotations
+
+from stackelberg.training.grpo import (
+    RESERVED_COLUMNS,
+    GRPOSettings,
+    TrainResult,
+    completion_texts,
+    expected_steps,
+    train_refiner,
+    trl_reward,
+)
+
+__all__ = [
+    "RESERVED_COLUMNS",
+    "GRPOSettings",
+    "TrainResult",
+    "completion_texts",
+    "expected_steps",
+    "train_refiner",
+    "trl_reward",
+]

@@ -1,0 +1,393 @@
+"""Step 3 of the paper: GRPO on the Refiner, through TRL's GRPOTrainer and a LoRA adapter.
+
+Each optimizer step takes ``prompts_per_step`` Refiner prompts, samples ``num_generations``
+rewrites of each, scores them with the caller's reward (the Measurer's persuasion reward) and
+updates the adapter with group-relative advantages. Everything where TRL's defaults differ
+from the paper is set explicitly from :class:`GRPOSettings` (STACK.md, "TRL GRPO on CPU").
+
+Only the adapter is kept: it is written to a temporary folder beside ``output_dir`` and
+renamed into place, so a killed run leaves the previous adapter or none, never half of one.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import math
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo")
+SCALE_REWARDS = ("group", "batch", "none")
+# Keyword names TRL itself passes to reward functions: a dataset column cannot use them.
+RESERVED_COLUMNS = frozenset(
+    {
+        "prompt",
+        "prompts",
+        "completion",
+        "completions",
+        "completion_ids",
+        "trainer_state",
+        "log_extra",
+        "log_metric",
+        "environments",
+    }
+)
+SETTINGS_FILE = "grpo_settings.json"
+
+
+def _help(default: Any, text: str) -> Any:
+    return field(default=default, metadata={"help": text})
+
+
+@dataclass(frozen=True)
+class GRPOSettings:
+    """GRPO settings of one Refiner run; the fields mirror ``params.GRPOParams``.
+
+    Build it with ``GRPOSettings(**params.grpo.model_dump())``; the ``vllm_*`` fields are
+    extra and only matter with ``use_vllm`` on a GPU, where TRL's server mode is used: start
+    ``CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model <base>`` (not plain ``vllm serve``: TRL
+    pushes the merged adapter weights to it each step) and train on another GPU.
+    """
+
+    num_generations: int = _help(4, "completions per prompt, the GRPO group (paper: 8)")
+    epsilon: float = _help(0.2, "clip range of the probability ratio (paper: 0.2)")
+    beta: float = _help(0.04, "KL coefficient to the reference policy (paper: 0.04; TRL: 0.0)")
+    learning_rate: float = _help(1e-4, "AdamW learning rate (paper: 1e-6 on a 7B model)")
+    epochs: float = _help(1.0, "passes over the prompts (paper: 3)")
+    loss_type: str = _help("grpo", f"TRL loss_type, one of {LOSS_TYPES} (TRL default: dapo)")
+    scale_rewards: str = _help("group", f"TRL scale_rewards, one of {SCALE_REWARDS}")
+    lora_r: int = _help(16, "LoRA rank (paper: 16)")
+    lora_alpha: int = _help(32, "LoRA alpha")
+    max_completion_length: int = _help(48, "new tokens per completion at most (paper: 512)")
+    temperature: float = _help(0.7, "sampling temperature (paper: 0.7; TRL: 1.0)")
+    top_p: float = _help(0.9, "nucleus sampling (paper: 0.9; TRL: 1.0)")
+    prompts_per_step: int = _help(1, "distinct prompts in one optimizer step")
+    seed: int = _help(0, "seed of the LoRA init, prompt order and sampling")
+    use_vllm: bool = _help(False, "generate through a `trl vllm-serve` server (GPU only)")
+    vllm_server_base_url: str | None = _help(
+        None, "URL of the `trl vllm-serve` server; None: TRL's default http://0.0.0.0:8000"
+    )
+    vllm_server_timeout: float = _help(240.0, "seconds to wait for the vLLM server at start")
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.num_generations >= 2, "num_generations", "at least 2 (GRPO compares a group)"),
+            (self.epsilon > 0, "epsilon", "> 0"),
+            (self.beta >= 0, "beta", ">= 0"),
+            (self.learning_rate > 0, "learning_rate", "> 0"),
+            (self.epochs > 0, "epochs", "> 0"),
+            (self.loss_type in LOSS_TYPES, "loss_type", f"one of {LOSS_TYPES}"),
+            (self.scale_rewards in SCALE_REWARDS, "scale_rewards", f"one of {SCALE_REWARDS}"),
+            (self.lora_r >= 1, "lora_r", ">= 1"),
+            (self.lora_alpha >= 1, "lora_alpha", ">= 1"),
+            (self.max_completion_length >= 1, "max_completion_length", ">= 1"),
+            (self.temperature > 0, "temperature", "> 0"),
+            (0 < self.top_p <= 1, "top_p", "in (0, 1]"),
+            (self.prompts_per_step >= 1, "prompts_per_step", ">= 1"),
+            (self.vllm_server_timeout > 0, "vllm_server_timeout", "> 0"),
+        ]
+        for ok, name, allowed in checks:
+            if not ok:
+                raise ValueError(
+                    f"GRPO settings: {name}={getattr(self, name)!r} is invalid; it must be {allowed}"
+                )
+
+    @property
+    def completions_per_step(self) -> int:
+        """Completions in one optimizer step: the per-device train batch."""
+        return self.prompts_per_step * self.num_generations
+
+
+@dataclass
+class TrainResult:
+    """What a run produced; ``model`` is the trained PeftModel, still in memory."""
+
+    adapter_dir: Path
+    steps: int
+    history: list[dict]
+    generation_s: float
+    reward_s: float
+    model: Any = field(default=None, repr=False, compare=False)
+
+
+def completion_texts(completions: Sequence[Any]) -> list[str]:
+    """The text of each completion as TRL passes them to a reward function.
+
+    >>> completion_texts([[{"role": "assistant", "content": "Response: hi"}], "plain"])
+    ['Response: hi', 'plain']
+    """
+    texts = []
+    for completion in completions:
+        if isinstance(completion, str):
+            texts.append(completion)
+        else:  # conversational: the assistant messages of this completion
+            texts.append("".join(m.get("content") or "" for m in completion))
+    return texts
+
+
+def trl_reward(reward_fn: Callable[..., Sequence[float | None]]) -> Callable[..., list]:
+    """Adapt ``reward_fn(completions: list[str], **columns)`` to TRL's reward call convention.
+
+    TRL calls ``f(prompts=, completions=, completion_ids=, **columns, trainer_state=, ...)``
+    with message-list completions; the project's rewards want texts and the dataset columns.
+
+    >>> f = trl_reward(lambda completions, tag: [len(c) for c in completions])
+    >>> f(prompts=[[], []], completions=["ab", "c"], completion_ids=[[1], [2]], tag=[0, 0])
+    [2.0, 1.0]
+    """
+
+    def reward(
+        prompts: Sequence[Any],
+        completions: Sequence[Any],
+        completion_ids: Any = None,
+        trainer_state: Any = None,
+        log_extra: Any = None,
+        log_metric: Any = None,
+        environments: Any = None,
+        **columns: list,
+    ) -> list[float | None]:
+        texts = completion_texts(completions)
+        values = list(reward_fn(texts, **columns))
+        if len(values) != len(texts):
+            raise ValueError(
+                f"reward_fn returned {len(values)} values for {len(texts)} completions; "
+                "it must return exactly one float per completion"
+            )
+        return [None if v is None else float(v) for v in values]
+
+    name = getattr(reward_fn, "__name__", "")
+    reward.__name__ = name if name.isidentifier() else "reward"
+    return reward
+
+
+def check_inputs(
+    base_model: str | Path,
+    prompts: Sequence[list[dict]],
+    columns: Mapping[str, Sequence[Any]],
+    settings: GRPOSettings,
+    cuda: bool,
+) -> Path:
+    """Fail in one line, before loading anything, on inputs that cannot train; return the base."""
+    base = Path(base_model).expanduser()
+    if not (base / "config.json").is_file():
+        raise FileNotFoundError(
+            f"base model {str(base_model)!r} is not a checkpoint folder (no config.json there); "
+            "pass a local Hugging Face checkpoint, e.g. stackelberg.llm.embedded.ensure_checkpoint()"
+        )
+    if not prompts:
+        raise ValueError("prompts is empty: GRPO needs at least one Refiner prompt")
+    for i, prompt in enumerate(prompts):
+        if not (
+            isinstance(prompt, list)
+            and prompt
+            and all(isinstance(m, dict) and "role" in m and "content" in m for m in prompt)
+        ):
+            raise ValueError(
+                f"prompts[{i}] is not a chat (a non-empty list of {{'role', 'content'}} dicts)"
+            )
+    if len(prompts) < settings.prompts_per_step:
+        raise ValueError(
+            f"{len(prompts)} prompts cannot fill one step of prompts_per_step="
+            f"{settings.prompts_per_step}; lower prompts_per_step or add prompts"
+        )
+    for name, values in columns.items():
+        if name in RESERVED_COLUMNS:
+            raise ValueError(
+                f"column {name!r} clashes with a name TRL passes to rewards; "
+                f"rename it (reserved: {sorted(RESERVED_COLUMNS)})"
+            )
+        if len(values) != len(prompts):
+            raise ValueError(
+                f"column {name!r} has {len(values)} values for {len(prompts)} prompts; "
+                "give one value per prompt"
+            )
+    if settings.use_vllm and not cuda:
+        raise ValueError(
+            "use_vllm=True needs a CUDA GPU and a `trl vllm-serve` server; on CPU set use_vllm=False"
+        )
+    if settings.use_vllm and importlib.util.find_spec("vllm") is None:
+        raise ValueError("use_vllm=True but vllm is not installed; `pip install -e .[gpu]`")
+    if len(prompts) % settings.prompts_per_step:
+        log.warning(
+            "%d prompts with prompts_per_step=%d: %d random prompts sit out each epoch",
+            len(prompts),
+            settings.prompts_per_step,
+            len(prompts) % settings.prompts_per_step,
+        )
+    return base
+
+
+def expected_steps(n_prompts: int, settings: GRPOSettings) -> int:
+    """Optimizer steps of a run: whole steps per epoch, times epochs, rounded up (as HF does)."""
+    return math.ceil(settings.epochs * (n_prompts // settings.prompts_per_step))
+
+
+def grpo_config(settings: GRPOSettings, work_dir: str | Path, cuda: bool) -> Any:
+    """The GRPOConfig: the paper's values wherever TRL's defaults differ, and the CPU setup.
+
+    One optimizer step = one generation batch = ``prompts_per_step`` prompts x
+    ``num_generations`` completions (no gradient accumulation, each batch used once), in
+    one process: under ``accelerate launch`` with N processes a step would see N times that.
+    """
+    from trl import GRPOConfig
+
+    bf16 = cuda and _bf16_supported()
+    vllm = (
+        {
+            "vllm_mode": "server",
+            "vllm_server_base_url": settings.vllm_server_base_url,
+            "vllm_server_timeout": settings.vllm_server_timeout,
+        }
+        if settings.use_vllm
+        else {}
+    )
+    return GRPOConfig(
+        output_dir=str(work_dir),
+        # the paper's GRPO
+        beta=settings.beta,
+        epsilon=settings.epsilon,
+        loss_type=settings.loss_type,
+        scale_rewards=settings.scale_rewards,
+        learning_rate=settings.learning_rate,
+        num_train_epochs=settings.epochs,
+        num_generations=settings.num_generations,
+        num_iterations=1,
+        max_completion_length=settings.max_completion_length,
+        temperature=settings.temperature,
+        top_p=settings.top_p,
+        seed=settings.seed,
+        # batching: each step sees prompts_per_step x num_generations completions
+        per_device_train_batch_size=settings.completions_per_step,
+        gradient_accumulation_steps=1,
+        steps_per_generation=1,
+        # device
+        use_cpu=not cuda,
+        bf16=bf16,
+        fp16=False,
+        activation_checkpointing=False,  # TRL: on (as gradient_checkpointing); ~25% slower here
+        model_init_kwargs={"dtype": "bfloat16" if bf16 else "float32"},
+        use_vllm=settings.use_vllm,
+        **vllm,
+        # the caller logs (on_step) and keeps only the adapter
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        log_completions=False,
+        remove_unused_columns=False,
+        disable_tqdm=True,
+    )
+
+
+def train_refiner(
+    base_model: str | Path,
+    prompts: list[list[dict]],
+    columns: dict[str, list],
+    reward_fn: Callable[..., list[float]],
+    settings: GRPOSettings,
+    output_dir: str | Path,
+    on_step: Callable[[int, dict], None] | None = None,
+) -> TrainResult:
+    """Train a LoRA Refiner adapter with GRPO and save it atomically to ``output_dir``.
+
+    ``reward_fn(completions: list[str], **columns)`` gets the completion texts and, for each
+    column, the value of each completion's prompt; it returns one float per completion.
+    Columns go through a ``datasets.Dataset``: use strings, numbers or uniform lists/dicts
+    (JSON strings for ragged structures), as Arrow fills missing dict keys with None.
+    ``on_step(step, metrics)`` gets every step's metrics (loss, reward, reward_std, kl,
+    generation_s, reward_s, ...), e.g. to log them to MLflow.
+    """
+    import torch
+
+    cuda = torch.cuda.is_available()
+    base = check_inputs(base_model, prompts, columns, settings, cuda)
+    out = Path(output_dir).expanduser()
+    _check_replaceable(out)
+    if not cuda:
+        # Load-aware thread count, as for inference: two threads on two busy cores run
+        # generation 10-30x slower than one.
+        from stackelberg.llm.local import _set_threads
+
+        _set_threads(None)
+
+    from datasets import Dataset
+    from peft import LoraConfig
+
+    from stackelberg.training.trainer import StepLog, TimedGRPOTrainer
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        dataset = Dataset.from_dict(
+            {"prompt": list(prompts), **{k: list(v) for k, v in columns.items()}}
+        )
+        steps_log = StepLog(on_step)
+        trainer = TimedGRPOTrainer(
+            model=str(base),
+            reward_funcs=trl_reward(reward_fn),
+            args=grpo_config(settings, work / "trainer", cuda),
+            train_dataset=dataset,
+            peft_config=LoraConfig(
+                r=settings.lora_r,
+                lora_alpha=settings.lora_alpha,
+                target_modules="all-linear",
+                task_type="CAUSAL_LM",
+            ),
+            callbacks=[steps_log],
+        )
+        trainer.train()
+        staged = work / "adapter"
+        trainer.model.save_pretrained(staged)
+        info = {
+            "base_model": str(base),
+            "settings": asdict(settings),
+            "steps": trainer.state.global_step,
+        }
+        (staged / SETTINGS_FILE).write_text(json.dumps(info, indent=2))
+        _replace_dir(staged, out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return TrainResult(
+        adapter_dir=out,
+        steps=trainer.state.global_step,
+        history=steps_log.history,
+        generation_s=trainer.generation_s_total,
+        reward_s=trainer.reward_s_total,
+        model=trainer.model,
+    )
+
+
+def _bf16_supported() -> bool:
+    import torch
+
+    return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+
+
+def _check_replaceable(out: Path) -> None:
+    """Refuse to replace a folder that is neither empty nor a previous adapter."""
+    if out.exists() and (
+        not out.is_dir() or (any(out.iterdir()) and not (out / "adapter_config.json").exists())
+    ):
+        raise ValueError(
+            f"output_dir {str(out)!r} exists and is not a PEFT adapter folder; "
+            "choose a new or empty folder (a previous adapter there is replaced)"
+        )
+
+
+def _replace_dir(staged: Path, out: Path) -> None:
+    """Move ``staged`` to ``out``; a previous ``out`` is moved aside first, then deleted."""
+    old = None
+    if out.exists():
+        old = out.with_name(f".{out.name}.old-{uuid.uuid4().hex[:8]}")
+        out.rename(old)
+    staged.rename(out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

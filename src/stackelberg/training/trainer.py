@@ -1,0 +1,74 @@
+"""TRL's GRPOTrainer with per-step wall times of generation and reward, and a step callback.
+
+Kept apart from ``grpo.py`` because importing TRL takes seconds: ``grpo.py`` imports this
+module only when it trains.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from transformers import TrainerCallback
+from trl import GRPOTrainer
+
+# Keys of the Trainer's end-of-training summary log; that log is not a step.
+_SUMMARY_KEYS = frozenset({"train_runtime", "train_samples_per_second", "train_steps_per_second"})
+
+
+class TimedGRPOTrainer(GRPOTrainer):
+    """GRPOTrainer that logs ``generation_s`` and ``reward_s`` with every step's metrics.
+
+    Generation and the reward (a Measurer LLM in this project) dominate a GRPO step, and
+    knowing which one does decides where to spend effort (vLLM, a faster Measurer).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.generation_s_total = 0.0
+        self.reward_s_total = 0.0
+        super().__init__(*args, **kwargs)
+
+    def _record(self, name: str, seconds: float) -> None:
+        mode = "train" if self.model.training else "eval"
+        self._metrics[mode][name].append(seconds)
+        if mode == "train":
+            if name == "generation_s":
+                self.generation_s_total += seconds
+            else:
+                self.reward_s_total += seconds
+
+    def _generate(self, prompts: list) -> Any:
+        start = time.perf_counter()
+        try:
+            return super()._generate(prompts)
+        finally:
+            self._record("generation_s", time.perf_counter() - start)
+
+    def _calculate_rewards(self, inputs: Any, prompts: Any, completions: Any, ids: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return super()._calculate_rewards(inputs, prompts, completions, ids)
+        finally:
+            self._record("reward_s", time.perf_counter() - start)
+
+
+class StepLog(TrainerCallback):
+    """Collects every logged step's metrics and forwards them to ``on_step`` (e.g. MLflow)."""
+
+    def __init__(self, on_step: Callable[[int, dict], None] | None = None) -> None:
+        self.on_step = on_step
+        self.history: list[dict] = []
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kw: Any):
+        if not logs or _SUMMARY_KEYS & logs.keys():
+            return
+        metrics = {"step": state.global_step, **{k: _plain(v) for k, v in logs.items()}}
+        self.history.append(metrics)
+        if self.on_step is not None:
+            self.on_step(state.global_step, dict(metrics))
+
+
+def _plain(value: Any) -> Any:
+    """Tensors and numpy scalars as Python numbers, so metrics go to JSON and MLflow as they are."""
+    return value.item() if hasattr(value, "item") else value

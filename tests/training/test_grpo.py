@@ -1,0 +1,218 @@
+"""GRPO on the real embedded SmolLM2-135M checkpoint: 2 prompts x 2 completions x 8 tokens."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+
+import pytest
+
+from stackelberg.params import GRPOParams
+from stackelberg.training import (
+    GRPOSettings,
+    completion_texts,
+    expected_steps,
+    train_refiner,
+    trl_reward,
+)
+from stackelberg.training.grpo import SETTINGS_FILE, grpo_config
+
+PROMPTS = [
+    [
+        {"role": "system", "content": "You are Player 3 in Werewolf."},
+        {"role": "user", "content": "Rewrite: 'I trust Player 2.'\nResponse: <your speech>"},
+    ],
+    [
+        {"role": "system", "content": "You are Player 5 in Avalon."},
+        {"role": "user", "content": "Rewrite: 'Player 1 is Merlin.'\nResponse: <your speech>"},
+    ],
+]
+TINY = GRPOSettings(num_generations=2, max_completion_length=8)
+
+
+def longer_is_better(completions: list[str], instance_id: list[str]) -> list[float]:
+    """Deterministic and varied within a group: the number of characters."""
+    assert len(instance_id) == len(completions)
+    return [float(len(c)) for c in completions]
+
+
+@pytest.fixture(scope="module")
+def embedded_base():
+    from stackelberg.llm.embedded import ensure_checkpoint
+
+    return ensure_checkpoint()
+
+
+@pytest.fixture(scope="module")
+def run(embedded_base, tmp_path_factory):
+    """One training run shared by the tests that inspect its results."""
+    out = tmp_path_factory.mktemp("grpo") / "adapter"
+    calls: list[tuple[int, dict]] = []
+    result = train_refiner(
+        embedded_base,
+        PROMPTS,
+        {"instance_id": ["w-1", "a-7"]},
+        longer_is_better,
+        TINY,
+        out,
+        on_step=lambda step, metrics: calls.append((step, metrics)),
+    )
+    return result, calls
+
+
+def test_settings_mirror_params():
+    params = GRPOParams()
+    settings = GRPOSettings(**params.model_dump())
+    assert settings == GRPOSettings()
+    assert set(GRPOParams.model_fields) <= {f.name for f in fields(GRPOSettings)}
+    for f in fields(GRPOSettings):
+        assert f.metadata.get("help"), f"{f.name} has no help"
+
+
+def test_config_sets_the_paper_values_explicitly(tmp_path):
+    s = GRPOSettings(num_generations=8, prompts_per_step=3, beta=0.04, learning_rate=1e-6)
+    cfg = grpo_config(s, tmp_path, cuda=False)
+    assert (cfg.beta, cfg.epsilon, cfg.loss_type, cfg.scale_rewards) == (0.04, 0.2, "grpo", "group")
+    assert (cfg.learning_rate, cfg.num_train_epochs, cfg.num_generations) == (1e-6, 1.0, 8)
+    assert (cfg.temperature, cfg.top_p, cfg.max_completion_length) == (0.7, 0.9, 48)
+    assert cfg.per_device_train_batch_size == cfg.generation_batch_size == 24
+    assert (cfg.gradient_accumulation_steps, cfg.steps_per_generation) == (1, 1)
+    assert cfg.use_cpu and not cfg.bf16 and not cfg.fp16 and not cfg.gradient_checkpointing
+    assert (cfg.logging_steps, cfg.save_strategy, cfg.report_to) == (1, "no", [])
+    assert not cfg.use_vllm
+
+
+def test_reward_adapter_passes_texts_and_columns():
+    seen = {}
+
+    def reward(completions, instance_id):
+        seen.update(completions=completions, instance_id=instance_id)
+        return [1, None]
+
+    f = trl_reward(reward)
+    out = f(
+        prompts=[PROMPTS[0]] * 2,
+        completions=[[{"role": "assistant", "content": "Response: a"}], [{"content": "b"}]],
+        completion_ids=[[1], [2]],
+        instance_id=["w-1", "w-1"],
+        trainer_state=object(),
+        log_extra=print,
+        log_metric=print,
+    )
+    assert out == [1.0, None]
+    assert seen == {"completions": ["Response: a", "b"], "instance_id": ["w-1", "w-1"]}
+    assert f.__name__ == "reward"
+    assert completion_texts(["plain"]) == ["plain"]
+    with pytest.raises(ValueError, match="returned 1 values for 2 completions"):
+        trl_reward(lambda completions: [0.0])(prompts=[[], []], completions=["a", "b"])
+
+
+@pytest.mark.parametrize(
+    "change, error, match",
+    [
+        ({"prompts": []}, ValueError, "prompts is empty"),
+        ({"base_model": "/nonexistent/model"}, FileNotFoundError, "not a checkpoint folder"),
+        ({"settings": GRPOSettings(prompts_per_step=3)}, ValueError, "cannot fill one step"),
+        ({"settings": GRPOSettings(use_vllm=True)}, ValueError, "use_vllm=True needs a CUDA"),
+        ({"columns": {"instance_id": ["x"]}}, ValueError, "1 values for 2 prompts"),
+        ({"columns": {"completions": ["x", "y"]}}, ValueError, "clashes with a name TRL"),
+        ({"prompts": ["hello", "there"]}, ValueError, r"prompts\[0\] is not a chat"),
+    ],
+)
+def test_bad_inputs_fail_before_loading(embedded_base, tmp_path, change, error, match):
+    kwargs = {
+        "base_model": embedded_base,
+        "prompts": PROMPTS,
+        "columns": {"instance_id": ["w-1", "a-7"]},
+        "reward_fn": longer_is_better,
+        "settings": TINY,
+        "output_dir": tmp_path / "adapter",
+    } | change
+    with pytest.raises(error, match=match):
+        train_refiner(**kwargs)
+    assert not (tmp_path / "adapter").exists()
+
+
+def test_bad_settings_and_output_dir(embedded_base, tmp_path):
+    with pytest.raises(ValueError, match="num_generations=1 is invalid"):
+        GRPOSettings(num_generations=1)
+    with pytest.raises(ValueError, match="loss_type='ppo' is invalid"):
+        GRPOSettings(loss_type="ppo")
+    (tmp_path / "data.csv").write_text("keep me")
+    with pytest.raises(ValueError, match="not a PEFT adapter folder"):
+        train_refiner(embedded_base, PROMPTS, {}, longer_is_better, TINY, tmp_path)
+    assert (tmp_path / "data.csv").exists()
+
+
+@pytest.mark.slow
+def test_loss_reward_and_times_logged_every_step(run):
+    result, calls = run
+    assert result.steps == expected_steps(len(PROMPTS), TINY) == 2
+    assert [h["step"] for h in result.history] == [1, 2]
+    assert [step for step, _ in calls] == [1, 2]
+    assert [m for _, m in calls] == result.history
+    for metrics in result.history:
+        for key in ("loss", "reward", "reward_std", "kl", "generation_s", "reward_s"):
+            assert isinstance(metrics[key], float), key
+        assert metrics["generation_s"] > 0 and metrics["reward_s"] > 0
+    assert result.generation_s == pytest.approx(sum(h["generation_s"] for h in result.history))
+    assert result.reward_s == pytest.approx(sum(h["reward_s"] for h in result.history))
+    assert result.generation_s > 0 and result.reward_s > 0
+
+
+@pytest.mark.slow
+def test_lora_trained_and_base_frozen(run, embedded_base):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    result, _ = run
+    fresh = AutoModelForCausalLM.from_pretrained(embedded_base, dtype=torch.float32).state_dict()
+    lora_b = 0
+    for name, param in result.model.named_parameters():
+        if "lora_" in name:
+            assert param.requires_grad, name
+            if "lora_B" in name:  # PEFT starts every B at zero: non-zero means trained
+                lora_b += 1
+                assert param.detach().abs().sum() > 0, name
+        else:
+            assert not param.requires_grad, name
+            key = name.removeprefix("base_model.model.").replace(".base_layer", "")
+            assert torch.equal(param.detach(), fresh[key]), name
+    assert lora_b == 30 * 7  # every linear layer of the 30 blocks: q k v o gate up down
+
+
+@pytest.mark.slow
+def test_saved_adapter_reproduces_logits(run, embedded_base):
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    result, _ = run
+    out = result.adapter_dir
+    assert (out / "adapter_config.json").exists() and (out / "adapter_model.safetensors").exists()
+    config = json.loads((out / "adapter_config.json").read_text())
+    assert (config["r"], config["lora_alpha"]) == (TINY.lora_r, TINY.lora_alpha)
+    saved = json.loads((out / SETTINGS_FILE).read_text())
+    assert saved["settings"]["num_generations"] == 2 and saved["steps"] == 2
+    assert [p.name for p in out.parent.iterdir()] == [out.name]  # no temporary folder left
+
+    base = AutoModelForCausalLM.from_pretrained(embedded_base, dtype=torch.float32)
+    loaded = PeftModel.from_pretrained(base, out).eval()
+    trained = result.model.eval()
+    ids = torch.tensor([[1, 2040, 314, 253, 1345, 30, 198, 15125, 42, 339]])
+    with torch.no_grad():
+        expected = trained(input_ids=ids).logits
+        got = loaded(input_ids=ids).logits
+        with loaded.disable_adapter():
+            plain = loaded(input_ids=ids).logits
+    assert torch.allclose(got, expected, atol=1e-5)
+    assert not torch.allclose(plain, expected, atol=1e-6)  # the adapter does change the model
+
+
+@pytest.mark.slow
+def test_wrong_reward_count_fails_and_leaves_nothing(embedded_base, tmp_path):
+    out = tmp_path / "adapter"
+    one_short = GRPOSettings(num_generations=2, max_completion_length=2)
+    with pytest.raises(ValueError, match="returned 1 values for 2 completions"):
+        train_refiner(embedded_base, PROMPTS[:1], {}, lambda completions: [0.0], one_short, out)
+    assert list(tmp_path.iterdir()) == []
