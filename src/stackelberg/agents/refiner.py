@@ -26,14 +26,17 @@ from stackelberg.games.base import Decision, Game, player_name
 from stackelberg.llm import GenerateRequest, Message
 
 REFINER_ROUTE = "refiner"
+GAME_TITLES = {"werewolf": "Werewolf", "avalon": "Avalon", "onuw": "One Night Ultimate Werewolf"}
 _RESPONSE = re.compile(r"response\s*:\s*(.+)", re.I | re.S)
 _ANALYSIS_LINE = re.compile(r"^\s*analysis\s*:.*$", re.I | re.M)
 
 
 def refiner_spec(game: Game, speaker: int, follower: int | None, base: str) -> PromptSpec:
+    """The Refiner's prompt: short on purpose (the game's name, not its rules), since every
+    token of it is paid again in each GRPO step's forward and backward passes."""
     target = player_name(follower) if follower is not None else "the next speaker"
     system = (
-        f"{game.rules_text}\n\n{identity(game, speaker)}\n"
+        f"You play {GAME_TITLES.get(game.name, game.name)}. {identity(game, speaker)}\n"
         f"You improve your planned speech so that {target}, who speaks next, responds the way "
         "you want."
     )
