@@ -27,6 +27,7 @@ LAYOUT = {
     "score": "data/scores/{game}.parquet",
     "grpo": "models/refiner/{game}",
     "evaluate": "reports/{game}",
+    "report": "reports/summary.md",
 }
 #: what each stage reads (other stages' outputs)
 INPUTS = {
@@ -38,7 +39,10 @@ INPUTS = {
     "score": ["sample", "label", "selfplay", "base_model"],
     "grpo": ["label", "selfplay", "base_model"],
     "evaluate": ["grpo", "label", "selfplay", "base_model"],
+    "report": [],
 }
+#: stages that run once, not per game: the params section they read
+NOT_PER_GAME = {"base_model": "models", "report": "evaluate"}
 
 
 def params_path() -> Path:
@@ -74,8 +78,8 @@ class StageContext:
     @property
     def section(self) -> Any:
         """This stage's params section with the game's overrides applied."""
-        if self.stage == "base_model":
-            return self.params.models
+        if self.stage in NOT_PER_GAME:
+            return getattr(self.params, NOT_PER_GAME[self.stage])
         return self.params.for_game(self.stage, self.game)
 
     def section_dump(self) -> dict[str, Any]:

@@ -80,12 +80,14 @@ def run_stage(stage: str, game: str = "all") -> dict[str, Any]:
             ).encode()
         ).hexdigest()[:16]
         work_s = time.perf_counter() - t0
-        results = []
+        results, cached = [], 0
         bar = ctx.progress(len(items), f"{stage}@{game}")
         for i, item in enumerate(items):
             label = item.get("label", str(i)) if isinstance(item, dict) else str(i)
             t0 = time.perf_counter()
-            results.append(run_item(stage, game, label, item, fingerprint))
+            state = run_item(stage, game, label, item, fingerprint, return_state=True)
+            results.append(state.result())
+            cached += state.name == "Cached"
             work_s += time.perf_counter() - t0
             bar.update(1)
         bar.close()
@@ -93,6 +95,8 @@ def run_stage(stage: str, game: str = "all") -> dict[str, Any]:
         metrics = module.finish(ctx, results) or {}
         work_s += time.perf_counter() - t0
         metrics["work_seconds"] = work_s
+        metrics["items"] = len(items)
+        metrics["items_cached"] = cached
         metrics["stage_seconds"] = time.perf_counter() - started
         tracker.log_metrics(metrics)
     return metrics

@@ -108,8 +108,24 @@ class GRPOParams(Section):
 
 class EvaluateParams(Section):
     n: int = Field(4, ge=1, description="candidates per held-out instance and Refiner")
-    bootstrap: int = Field(2000, ge=100, description="bootstrap resamples for the interval")
+    bootstrap: int = Field(2000, ge=100, description="bootstrap resamples for the intervals")
     seed: int = 0
+    conditions: list[str] = Field(
+        default_factory=lambda: ["direct", "refiner+direct", "react", "refiner+react"],
+        description="agents under test (X and refiner+X are paired on the same seeds)",
+    )
+    opponent: str = Field("direct", description="the agent of every other seat (paper: direct)")
+    camps: list[str] = Field(
+        default_factory=list, description="camps tested (empty: the game's main two)"
+    )
+    tournament_games: int = Field(4, ge=0, description="seeds per camp and condition (0: none)")
+    tournament_seed: int = Field(100_000, description="first seed; apart from self-play seeds")
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="game options of the tournament"
+    )
+    speech_tokens: int = Field(32, ge=4, description="LLM players: new tokens per speech")
+    max_prompt_tokens: int = Field(512, ge=128, description="LLM players: prompt budget")
+    batch_games: int = Field(32, ge=1, description="tables played at once (LLM calls batched)")
 
 
 class TrackingParams(Section):

@@ -1,0 +1,129 @@
+"""evaluate: the trained Refiner against the untrained one, and agents with and without it.
+
+Two work items: the held-out Measurer reward (test instances; n candidates from each
+Refiner; paired by instance) and the win-rate tournaments by camp (X and refiner+X on the
+same seeds). Writes reports/GAME/metrics.json (DVC metrics) and PNG plots, logs to MLflow.
+"""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+
+from stackelberg.datasets import read_dataset
+from stackelberg.evaluation.metrics import game_metrics, mlflow_metrics
+from stackelberg.evaluation.plots import (
+    plot_reward_curve,
+    plot_reward_distribution,
+    plot_win_rates,
+)
+from stackelberg.evaluation.tournament import play_matrix
+from stackelberg.io import atomic_writer
+from stackelberg.persuasion.candidates import SampleSettings, sample_candidates
+from stackelberg.persuasion.measurer import measure
+from stages._data import rows_and_views, seed_of
+from stages.grpo import HISTORY
+from stages.sample import sample_settings
+from stages.score import reward_config
+
+METRICS = "metrics.json"
+
+
+def trained_refiner(ctx):
+    """The Refiner with this game's trained adapter merged in."""
+    config = ctx.params.models.refiner.model_copy(update={"adapter": str(ctx.path("grpo"))})
+    from flows.context import get_llm
+
+    return get_llm(config)
+
+
+def plan(ctx) -> list[dict]:
+    items = [{"label": "held_out_reward"}]
+    if ctx.section.tournament_games:
+        items.append({"label": "tournaments"})
+    return items
+
+
+def work(ctx, item) -> dict:
+    return held_out_reward(ctx) if item["label"] == "held_out_reward" else tournaments(ctx)
+
+
+def held_out_reward(ctx) -> dict:
+    p = ctx.section
+    df = read_dataset(ctx.path("label"), "intents").filter(pl.col("split") == "test")
+    if df.is_empty():
+        return {"before": [], "after": []}
+    rows, views = rows_and_views(ctx, "intents", df["instance_id"].to_list())
+    base = sample_settings(ctx.params.for_game("sample", ctx.game))
+    settings = SampleSettings(**{**base.__dict__, "n": p.n})
+    seeds = [seed_of(r["instance_id"]) + 7_919 * (p.seed + 1) for r in rows]
+    measurer, cfg = ctx.llm("measurer"), reward_config(ctx.params.for_game("score", ctx.game))
+    out = {}
+    for name, refiner in (("before", ctx.llm("refiner")), ("after", trained_refiner(ctx))):
+        samples = sample_candidates(refiner, views, settings, seeds)
+        means = []
+        for row, view, cands in zip(rows, views, samples, strict=True):
+            parts, _ = measure(
+                measurer, view, [c for _, c, _ in cands], row["desired"], row["undesired"], cfg
+            )
+            means.append(sum(x.reward for x in parts) / len(parts))
+        out[name] = means
+    return out
+
+
+def tournaments(ctx) -> dict:
+    p = ctx.section
+    routes = {"default": ctx.llm("backend"), "refiner": trained_refiner(ctx)}
+    seeds = range(p.tournament_seed, p.tournament_seed + p.tournament_games)
+    records = play_matrix(
+        ctx.game,
+        p.conditions,
+        seeds,
+        camps=p.camps or None,
+        opponent=p.opponent,
+        llm_routes=routes,
+        agent_options={"speech_tokens": p.speech_tokens, "max_prompt_tokens": p.max_prompt_tokens},
+        refiner_options={"max_prompt_tokens": p.max_prompt_tokens},
+        options=p.options,
+        batch_games=p.batch_games,
+    )
+    return {"records": records}
+
+
+def finish(ctx, results) -> dict:
+    import mlflow
+
+    p = ctx.section
+    reward = results[0]
+    records = results[1]["records"] if len(results) > 1 else []
+    metrics = game_metrics(
+        records, reward["before"], reward["after"], resamples=p.bootstrap, seed=p.seed
+    )
+    out = ctx.path()
+    plots = out / "plots"
+    plots.mkdir(parents=True, exist_ok=True)
+    history = json.loads((ctx.path("grpo") / HISTORY).read_text())["history"]
+    plot_reward_curve([h["reward"] for h in history if "reward" in h], plots / "reward_curve.png")
+    plot_reward_distribution(reward["before"], reward["after"], plots / "reward_distribution.png")
+    if records:
+        plot_win_rates(metrics, plots / "win_rates.png")
+    with atomic_writer(out / METRICS) as fh:
+        json.dump(metrics, fh, indent=1)
+    for png in sorted(plots.glob("*.png")):
+        mlflow.log_artifact(str(png), "plots")
+    mlflow.log_artifact(str(out / METRICS))
+    flat = mlflow_metrics(metrics)
+    mlflow.log_metrics(flat)
+    r = metrics["reward"] or {}
+    return {
+        "games_played": len(records),
+        "reward_before": (r.get("before") or {}).get("estimate", float("nan")),
+        "reward_after": (r.get("after") or {}).get("estimate", float("nan")),
+    }
+
+
+if __name__ == "__main__":
+    from stages._cli import stage_main
+
+    stage_main("evaluate")

@@ -1,0 +1,131 @@
+"""grpo: train the Refiner (LoRA) with GRPO on the Measurer reward of the train instances.
+
+The reward of a completion goes through the same code as the score stage: parse the
+Refiner output, put the utterance in the follower's prompt, score the instance's desired
+and undesired responses. The adapter lands in models/refiner/GAME and becomes a new version
+of the MLflow registered model ``refiner-GAME``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import polars as pl
+
+from stackelberg.agents.refiner import parse_refiner_output
+from stackelberg.datasets import read_dataset
+from stackelberg.persuasion.candidates import refiner_prompt
+from stackelberg.persuasion.measurer import measure
+from stackelberg.training.grpo import GRPOSettings, train_refiner
+from stages._data import rows_and_views
+from stages.sample import sample_settings
+from stages.score import reward_config
+
+HISTORY = "train_history.json"
+
+
+def plan(ctx) -> list[dict]:
+    df = read_dataset(ctx.path("label"), "intents").filter(pl.col("split") == "train")
+    if df.is_empty():
+        raise ValueError(f"{ctx.path('label')}: no train instances to train the Refiner on")
+    return [{"label": "train", "ids": df["instance_id"].to_list()}]
+
+
+def work(ctx, item) -> dict:
+    rows, views = rows_and_views(ctx, "intents", item["ids"])
+    refiner_cfg = ctx.params.models.refiner
+    if refiner_cfg.backend != "local":
+        raise ValueError("grpo: models.refiner must be a local model (a checkpoint to train)")
+    measurer = ctx.llm("measurer")
+    cfg = reward_config(ctx.params.for_game("score", ctx.game))
+    by_id = {r["instance_id"]: (r, v) for r, v in zip(rows, views, strict=True)}
+    prompting = sample_settings(ctx.params.for_game("sample", ctx.game))
+    prompts = [refiner_prompt(ctx.llm("refiner"), v, prompting) for v in views]
+    measured = {"seconds": 0.0, "calls": 0}
+
+    def reward_fn(completions: list[str], instance_id: list[str], **_) -> list[float]:
+        t0 = time.perf_counter()
+        groups: dict[str, list[int]] = defaultdict(list)
+        for i, iid in enumerate(instance_id):
+            groups[iid].append(i)
+        rewards = [0.0] * len(completions)
+        for iid, idx in groups.items():
+            row, view = by_id[iid]
+            cands = [parse_refiner_output(completions[i], row["base_utterance"])[0] for i in idx]
+            parts, _ = measure(measurer, view, cands, row["desired"], row["undesired"], cfg)
+            for i, p in zip(idx, parts, strict=True):
+                rewards[i] = p.reward
+        measured["seconds"] += time.perf_counter() - t0
+        measured["calls"] += 1
+        return rewards
+
+    settings = GRPOSettings(**ctx.section.model_dump())
+    result = train_refiner(
+        refiner_cfg.model,
+        prompts,
+        {"instance_id": [r["instance_id"] for r in rows]},
+        reward_fn,
+        settings,
+        ctx.path(),
+    )
+    summary = {
+        "history": result.history,
+        "steps": result.steps,
+        "generation_s": result.generation_s,
+        "reward_s": result.reward_s,
+        "prompts": len(prompts),
+    }
+    (Path(result.adapter_dir) / HISTORY).write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+def finish(ctx, results) -> dict:
+    import mlflow
+
+    res = results[0]
+    adapter = ctx.path()
+    if not (adapter / "adapter_config.json").exists():
+        raise FileNotFoundError(f"{adapter}: the trained adapter is missing; rerun the stage")
+    for step, metrics in enumerate(res["history"], 1):
+        mlflow.log_metrics(
+            {f"train/{k}": float(v) for k, v in metrics.items() if isinstance(v, int | float)},
+            step=step,
+        )
+    register_adapter(adapter, f"refiner-{ctx.game}")
+    rewards = [h["reward"] for h in res["history"] if "reward" in h]
+    return {
+        "steps": res["steps"],
+        "generation_s": res["generation_s"],
+        "reward_s": res["reward_s"],
+        "reward_s_per_generation_s": res["reward_s"] / res["generation_s"]
+        if res["generation_s"]
+        else 0.0,
+        "reward_first": rewards[0] if rewards else float("nan"),
+        "reward_last": rewards[-1] if rewards else float("nan"),
+    }
+
+
+def register_adapter(adapter: Path, name: str) -> str:
+    """Log the adapter to the active run and register it as a new model version."""
+    import mlflow
+    from mlflow import MlflowClient
+
+    mlflow.log_artifacts(str(adapter), "refiner-adapter")
+    run = mlflow.active_run()
+    client = MlflowClient()
+    try:
+        client.get_registered_model(name)
+    except mlflow.exceptions.MlflowException:
+        client.create_registered_model(name, description="Stackelberg Refiner LoRA adapter")
+    source = f"{run.info.artifact_uri}/refiner-adapter"
+    version = client.create_model_version(name, source=source, run_id=run.info.run_id)
+    return version.version
+
+
+if __name__ == "__main__":
+    from stages._cli import stage_main
+
+    stage_main("grpo")

@@ -1,0 +1,47 @@
+"""LLM players with the embedded model: a whole game with legal moves only, and option
+choice by scoring."""
+
+from __future__ import annotations
+
+import pytest
+
+from stackelberg.agents import make_agent
+from stackelberg.agents.prompting import clean_speech, option_label
+from stackelberg.agents.runner import Table, play_tables
+from stackelberg.games import ConfigError, make_game
+
+
+def test_option_labels_and_speech_cleaning():
+    assert option_label(2) == "Player 3"
+    assert option_label(None) == "nobody (abstain)"
+    assert option_label(True, "vote") == "approve" and option_label(False, "quest") == "fail"
+    assert option_label((0, 3)) == "Player 1 and Player 4"
+    assert option_label("center:0,2") == "centre cards 1 and 3"
+    assert clean_speech('Player 4 says: "I trust Player 2. I trust Player 2. Vote 5') == (
+        "I trust Player 2."
+    )
+
+
+def test_llm_agents_need_a_backend():
+    with pytest.raises(ConfigError, match="needs an LLM backend"):
+        make_agent("direct", "werewolf")
+
+
+@pytest.mark.slow
+def test_a_full_game_of_llm_agents_is_legal_and_recorded(local_llm):
+    kinds = ["direct", "react", "direct", "react", "scripted"]
+    game = make_game("onuw", {"discussion_rounds": 1})
+    agents = [
+        make_agent(k, "onuw", llm=local_llm, speech_tokens=10, max_prompt_tokens=640)
+        if k != "scripted"
+        else make_agent(k, "onuw")
+        for k in kinds
+    ]
+    table = Table(game, agents, seed=3)
+    record = play_tables([table], local_llm)[0]  # an illegal move would raise here
+    assert [p["agent"] for p in record["players"]] == kinds
+    speeches = [e for e in record["events"] if e["type"] == "speech"]
+    assert len(speeches) == 5 and all(e["data"]["text"] for e in speeches)
+    assert sum(e["type"] == "vote" for e in record["events"]) == 5
+    assert record["result"]["winner"]
+    assert table.speech_turns[-1][2] is None and table.speech_turns[0][2] == speeches[1]["player"]
