@@ -46,7 +46,7 @@ def sample_seed(seed: int, index: int) -> int:
 def _set_threads(threads: int | None) -> None:
     """Threads for CPU inference: the configured number, else OMP_NUM_THREADS, else free cores.
 
-    "Free" is the cores this process may use minus the current load average: with two
+    "Free" is the cores this process may use minus the load of other processes: with two
     threads on a two-core machine that another process keeps busy, every parallel region
     waits on a descheduled thread and a forward pass runs ~10x slower than with one thread.
     """
@@ -57,7 +57,10 @@ def _set_threads(threads: int | None) -> None:
             cores = len(os.sched_getaffinity(0))
         except AttributeError:  # not on Linux
             cores = os.cpu_count() or 1
-        threads = min(cores, max(1, round(cores - os.getloadavg()[0])))
+        # The load average counts this process too (it is running now): only the rest is
+        # someone else's.
+        others = max(0.0, os.getloadavg()[0] - 1.0)
+        threads = min(cores, max(1, round(cores - others)))
     torch.set_num_threads(max(1, threads))
     log.info("local backend: %d torch threads", torch.get_num_threads())
 
