@@ -45,3 +45,27 @@ def test_a_full_game_of_llm_agents_is_legal_and_recorded(local_llm):
     assert sum(e["type"] == "vote" for e in record["events"]) == 5
     assert record["result"]["winner"]
     assert table.speech_turns[-1][2] is None and table.speech_turns[0][2] == speeches[1]["player"]
+
+
+class _Counter:
+    context_window = 1000
+
+    def count_tokens(self, prompt) -> int:
+        return sum(len(m["content"].split()) for m in prompt)
+
+
+def test_prompt_budget_cuts_oldest_history_and_never_the_fixed_part():
+    from stackelberg.agents.prompting import PromptSpec, fitted_messages
+    from stackelberg.llm import ContextLengthError
+
+    spec = PromptSpec(system="rules " * 50, question="What now?")
+    lines = [f"line {i} " + "word " * 8 for i in range(20)]
+    messages, dropped = fitted_messages(_Counter(), spec, lines, reserve=10, limit=120)
+    assert 0 < dropped < 20 and f"line {dropped} " in messages[1]["content"]
+    assert (
+        "line 19" in messages[1]["content"] and f"line {dropped - 1} " not in messages[1]["content"]
+    )
+    messages, dropped = fitted_messages(_Counter(), spec, lines, reserve=10, limit=40)
+    assert dropped == 20 and "nothing has happened yet" in messages[1]["content"]
+    with pytest.raises(ContextLengthError):
+        fitted_messages(_Counter(), PromptSpec("x " * 2000, "q"), lines, reserve=10, limit=40)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stackelberg.games.base import Event, Game, player_name
-from stackelberg.llm import Message, fit_history
+from stackelberg.llm import ContextLengthError, Message, fit_history
 
 _BOOL_LABELS = {"vote": ("approve", "reject"), "quest": ("success", "fail")}
 _CENTER = re.compile(r"^center:([\d,]+)$")
@@ -81,8 +81,20 @@ def build_messages(spec: PromptSpec, lines: Sequence[str]) -> list[Message]:
 def fitted_messages(
     llm: Any, spec: PromptSpec, lines: Sequence[str], reserve: int, limit: int | None = None
 ) -> tuple[list[Message], int]:
-    """The prompt with as much recent history as fits; returns it and the lines dropped."""
-    return fit_history(llm, lambda kept: build_messages(spec, kept), list(lines), reserve, limit)
+    """The prompt with as much recent history as fits; returns it and the lines dropped.
+
+    ``limit`` is a budget for speed, below the model's window: when even the fixed part
+    (rules, role, question) exceeds it, the prompt keeps no history rather than failing;
+    only the model's own window is a hard limit.
+    """
+    lines = list(lines)
+    build = lambda kept: build_messages(spec, kept)  # noqa: E731
+    try:
+        return fit_history(llm, build, lines, reserve, limit)
+    except ContextLengthError:
+        if limit is None or limit >= llm.context_window:
+            raise
+        return fit_history(llm, build, [], reserve)[0], len(lines)
 
 
 SPEECH_STYLE = (

@@ -1,0 +1,170 @@
+"""The whole pipeline at a micro scale in a temporary git + DVC repository.
+
+One module-scoped project: the pipeline runs once end to end; later tests use its outputs
+(a no-op rerun, per-game staleness, and a stage killed halfway that resumes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from stackelberg.datasets import read_dataset
+
+ROOT = Path(__file__).resolve().parents[2]
+GAMES = ["werewolf", "avalon", "onuw"]
+DATASETS = {
+    "selfplay": "data/selfplay/{g}.parquet",
+    "instances": "data/instances/{g}.parquet",
+    "intents": "data/intents/{g}.parquet",
+    "candidates": "data/candidates/{g}.parquet",
+    "scores": "data/scores/{g}.parquet",
+}
+
+pytestmark = pytest.mark.slow
+
+
+def sh(args, root, env, timeout=900, check=True):
+    proc = subprocess.run(args, cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"{args} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
+    return proc
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    root = tmp_path_factory.mktemp("project")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in ("stages", "flows", "src"):
+        shutil.copytree(ROOT / name, root / name, ignore=ignore)
+    for name in ("dvc.yaml", ".dvcignore"):
+        shutil.copy(ROOT / name, root / name)
+    shutil.copy(ROOT / "tests/pipeline/micro_params.yaml", root / "params.yaml")
+    env = {
+        **os.environ,
+        "MLFLOW_TRACKING_URI": f"sqlite:///{root}/mlruns.db",
+        "PREFECT_HOME": str(root / ".prefect-home"),
+        "PREFECT_LOCAL_STORAGE_PATH": str(root / ".prefect-results"),
+        "STACKELBERG_LLM_CACHE": str(root / "llm-cache.sqlite"),
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "DO_NOT_TRACK": "true",
+        "MLFLOW_DISABLE_TELEMETRY": "true",
+        "DVC_NO_ANALYTICS": "1",
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+    }
+    sh(["git", "init", "-q"], root, env)
+    sh(["dvc", "init", "-q"], root, env)
+    sh(["git", "add", "-A"], root, env)
+    sh(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "micro"], root, env)
+    started = time.perf_counter()
+    first = sh([sys.executable, "-m", "flows.pipeline"], root, env, timeout=1500)
+    return {"root": root, "env": env, "first": first, "seconds": time.perf_counter() - started}
+
+
+def test_every_output_exists_and_matches_its_schema(project):
+    root = project["root"]
+    for game in GAMES:
+        for name, path in DATASETS.items():
+            df = read_dataset(root / path.format(g=game), name)
+            assert df.height > 0, f"{name} of {game} is empty"
+        assert (root / f"models/refiner/{game}/adapter_config.json").exists()
+        metrics = json.loads((root / f"reports/{game}/metrics.json").read_text())
+        assert metrics["game"] == game and metrics["reward"]["before"]["n"] >= 1
+        assert (root / f"reports/{game}/plots/reward_curve.png").stat().st_size > 1000
+    summary = (root / "reports/summary.md").read_text()
+    assert all(g in summary for g in GAMES)
+    lock = yaml.safe_load((root / "dvc.lock").read_text())["stages"]
+    assert {
+        "base_model",
+        "report",
+        *(f"{s}@{g}" for s in ("selfplay", "grpo", "evaluate") for g in GAMES),
+    } <= set(lock)
+    status = sh(["dvc", "status"], root, project["env"]).stdout
+    assert "up to date" in status, status
+
+
+def test_datasets_and_models_push_to_a_dvc_remote(project, tmp_path):
+    root, env = project["root"], project["env"]
+    sh(["dvc", "remote", "add", "-f", "-d", "store", str(tmp_path / "remote")], root, env)
+    sh(["dvc", "push"], root, env)
+    pushed = [p for p in (tmp_path / "remote").rglob("*") if p.is_file()]
+    assert len(pushed) >= 10
+
+
+def test_refiners_are_registered_mlflow_model_versions(project):
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=project["env"]["MLFLOW_TRACKING_URI"])
+    for game in GAMES:
+        versions = client.search_model_versions(f"name='refiner-{game}'")
+        assert versions, f"no model version of refiner-{game}"
+        run = client.get_run(versions[0].run_id)
+        assert run.data.tags["stage"] == "grpo" and "mlflow.parentRunId" in run.data.tags
+        assert "train/reward" in client.get_run(versions[0].run_id).data.metrics
+
+
+def test_a_second_run_with_nothing_changed_does_nothing(project):
+    proc = sh([sys.executable, "-m", "flows.pipeline"], project["root"], project["env"])
+    assert "0 stages run" in proc.stdout + proc.stderr
+
+
+def test_one_games_grpo_params_make_only_that_game_stale(project):
+    root, env = project["root"], project["env"]
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["game_overrides"]["onuw"]["grpo"] = {"learning_rate": 2.0e-4}
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    try:
+        status = sh(["dvc", "status"], root, env).stdout
+        stale = {
+            line.strip().rstrip(":")
+            for line in status.splitlines()
+            if line and not line.startswith("\t")
+        }
+        assert {"grpo@onuw"} <= stale and not {s for s in stale if "@" in s} - {
+            "grpo@onuw",
+            "evaluate@onuw",
+        }
+    finally:
+        params["game_overrides"]["onuw"]["grpo"] = {}
+        (root / "params.yaml").write_text(yaml.safe_dump(params))
+
+
+def test_a_stage_killed_halfway_resumes_without_redoing_finished_items(project):
+    root, env = project["root"], project["env"]
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["label"]["temperature"] = 0.8  # new work: nothing of it is cached yet
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    results = root / ".prefect-results"
+    before = set(results.iterdir())
+    intents = (root / "data/intents/onuw.parquet").read_bytes()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stages.label", "onuw"],
+        cwd=root,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 300
+    while len(set(results.iterdir()) - before) < 1 and proc.poll() is None:
+        assert time.monotonic() < deadline, "no work item finished in time"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert (root / "data/intents/onuw.parquet").read_bytes() == intents, (
+        "a killed stage wrote output"
+    )
+    rerun = sh([sys.executable, "-m", "stages.label", "onuw"], root, env)
+    assert "items=2" in rerun.stderr and "items_cached=1" in rerun.stderr, rerun.stderr[-2000:]
+    assert read_dataset(root / "data/intents/onuw.parquet", "intents").height >= 1
