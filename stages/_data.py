@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any, TypeVar
+
 import polars as pl
 
 from stackelberg.datasets import read_dataset
 from stackelberg.persuasion.context import InstanceView, instance_view
+
+T = TypeVar("T")
 
 
 def records_by_seed(ctx) -> dict[int, str]:
@@ -28,6 +33,11 @@ def rows_and_views(ctx, dataset: str, ids: list[str]) -> tuple[list[dict], list[
     records = records_by_seed(ctx)
     rows = wanted.to_dicts()
     return rows, [instance_view(records[r["seed"]], r) for r in rows]
+
+
+def settings_from(cls: type[T], section: Any) -> T:
+    """A library settings dataclass from the params section holding the same field names."""
+    return cls(**{f.name: getattr(section, f.name) for f in dataclasses.fields(cls)})
 
 
 def seed_of(instance_id: str) -> int:

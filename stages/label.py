@@ -4,21 +4,11 @@ from __future__ import annotations
 
 from stackelberg.datasets import from_rows, read_dataset, write_dataset
 from stackelberg.persuasion.intents import LabelSettings, label_views
-from stages._data import batches, rows_and_views, seed_of
+from stages._data import batches, rows_and_views, seed_of, settings_from
 
 
 def settings(ctx) -> LabelSettings:
-    p = ctx.section
-    return LabelSettings(
-        k=p.k,
-        full_information=p.full_information,
-        scheme=p.scheme,
-        max_attempts=p.max_attempts,
-        max_new_tokens=p.max_new_tokens,
-        temperature=p.temperature,
-        top_p=p.top_p,
-        max_prompt_tokens=p.max_prompt_tokens,
-    )
+    return settings_from(LabelSettings, ctx.section)
 
 
 def plan(ctx) -> list[dict]:

@@ -5,17 +5,11 @@ from __future__ import annotations
 
 from stackelberg.datasets import from_rows, read_dataset, write_dataset
 from stackelberg.persuasion.candidates import SampleSettings, sample_candidates
-from stages._data import batches, rows_and_views, seed_of
+from stages._data import batches, rows_and_views, seed_of, settings_from
 
 
 def sample_settings(section) -> SampleSettings:
-    return SampleSettings(
-        n=section.n,
-        temperature=section.temperature,
-        top_p=section.top_p,
-        max_new_tokens=section.max_new_tokens,
-        max_prompt_tokens=section.max_prompt_tokens,
-    )
+    return settings_from(SampleSettings, section)
 
 
 def plan(ctx) -> list[dict]:

@@ -7,18 +7,11 @@ import polars as pl
 from stackelberg.datasets import from_rows, read_dataset, write_dataset
 from stackelberg.persuasion.measurer import measure
 from stackelberg.persuasion.reward import RewardConfig
-from stages._data import batches, rows_and_views
+from stages._data import batches, rows_and_views, settings_from
 
 
 def reward_config(section) -> RewardConfig:
-    return RewardConfig(
-        variant=section.variant,
-        aggregation=section.aggregation,
-        clamp=section.clamp,
-        free_words=section.free_words,
-        full_penalty_words=section.full_penalty_words,
-        max_penalty=section.max_penalty,
-    )
+    return settings_from(RewardConfig, section)
 
 
 def plan(ctx) -> list[dict]:
