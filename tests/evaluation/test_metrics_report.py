@@ -222,3 +222,13 @@ def test_ablation_from_a_temporary_mlflow_store(tmp_path, tiny_metrics):
     ]
     with pytest.raises(ValueError, match="not found"):
         ablation_from_mlflow("nope", uri)
+
+
+def test_reward_verdict_needs_enough_instances():
+    from stackelberg.evaluation.metrics import reward_summary
+
+    few = reward_summary([0.1, 0.2], [0.5, 0.6], resamples=200)
+    assert not few["significant"] and few["verdict"].startswith("too few to conclude (n=2")
+    before = [0.1 * i for i in range(12)]
+    many = reward_summary(before, [b + 1.0 + 0.01 * i for i, b in enumerate(before)], resamples=200)
+    assert many["significant"] and many["verdict"] == "gain"

@@ -106,8 +106,15 @@ def default_pairs(conditions: Iterable[str]) -> list[tuple[str, str]]:
     ]
 
 
+#: below this many paired units a bootstrap interval is not trusted (2 points give a
+#: degenerate interval that can exclude 0 by chance)
+MIN_UNITS = 10
+
+
 def verdict(interval: Interval, p_value: float | None = None) -> tuple[bool, str]:
     """Whether a difference is reported as one, and the words for it."""
+    if p_value is None and interval.n < MIN_UNITS:
+        return False, f"too few to conclude (n={interval.n} < {MIN_UNITS})"
     significant = not interval.includes_zero() and (p_value is None or p_value < ALPHA)
     if not significant:
         return False, NOT_SIGNIFICANT
