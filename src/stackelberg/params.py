@@ -118,7 +118,7 @@ class EvaluateParams(Section):
     camps: list[str] = Field(
         default_factory=list, description="camps tested (empty: the game's main two)"
     )
-    tournament_games: int = Field(4, ge=0, description="seeds per camp and condition (0: none)")
+    tournament_games: int = Field(0, ge=0, description="seeds per camp and condition (0: none)")
     tournament_seed: int = Field(100_000, description="first seed; apart from self-play seeds")
     options: dict[str, Any] = Field(
         default_factory=dict, description="game options of the tournament"
