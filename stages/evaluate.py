@@ -98,7 +98,12 @@ def finish(ctx, results) -> dict:
     reward = results[0]
     records = results[1]["records"] if len(results) > 1 else []
     metrics = game_metrics(
-        records, reward["before"], reward["after"], resamples=p.bootstrap, seed=p.seed
+        records,
+        reward["before"],
+        reward["after"],
+        resamples=p.bootstrap,
+        seed=p.seed,
+        game=ctx.game,
     )
     out = ctx.path()
     plots = out / "plots"

@@ -232,3 +232,10 @@ def test_reward_verdict_needs_enough_instances():
     before = [0.1 * i for i in range(12)]
     many = reward_summary(before, [b + 1.0 + 0.01 * i for i, b in enumerate(before)], resamples=200)
     assert many["significant"] and many["verdict"] == "gain"
+
+
+def test_metrics_name_their_game_without_tournament_records():
+    from stackelberg.evaluation.metrics import game_metrics
+
+    m = game_metrics([], [0.1, 0.2], [0.3, 0.4], resamples=200, game="onuw")
+    assert m["game"] == "onuw" and m["conditions"] == {} and m["reward"]["before"]["n"] == 2

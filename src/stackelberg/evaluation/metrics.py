@@ -207,9 +207,11 @@ def game_metrics(
     pairs: Sequence[tuple[str, str]] | None = None,
     resamples: int = 2000,
     seed: int = 0,
+    game: str | None = None,
 ) -> dict[str, Any]:
-    """The metrics.json content of one game (see the module docstring)."""
-    games = {r["game"] for r in records}
+    """The metrics.json content of one game (see the module docstring); ``game`` names it
+    when there are no tournament records to take the name from."""
+    games = {r["game"] for r in records} | ({game} if game else set())
     if len(games) > 1:
         raise ValueError(f"game_metrics: records of several games: {sorted(games)}")
     return {
