@@ -30,7 +30,7 @@ DATASETS = {
     "scores": "data/scores/{g}.parquet",
 }
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # the fixture runs the pipeline
 
 
 def sh(args, root, env, timeout=900, check=True):
