@@ -1,6 +1,6 @@
 """One Night Ultimate Werewolf (ONUW): one night of hidden actions, one day, one vote.
 
-Sources: /work/shared/RULES.md ("One Night Ultimate Werewolf"); the Bezier Games rulebook
+Sources: the project's rules spec ("One Night Ultimate Werewolf"); the Bezier Games rulebook
 (One Night Ultimate Werewolf, 2014) for the Doppelganger, the Minion with no werewolf among
 the players, and the Tanner; the paper setup of Jin et al. 2024 (5 players, 7 cards:
 werewolf, villager x2, seer, robber, troublemaker, insomniac; 2 centre cards; 3 discussion

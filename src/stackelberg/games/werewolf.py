@@ -1,6 +1,6 @@
 """Werewolf, the paper setup: 7 players, 2 Werewolf, Seer, Guardian, 3 Villager.
 
-Sources: /work/shared/RULES.md ("Werewolf, paper setup"); the Witch/Guard setup of Xu et al.
+Sources: the project's rules spec ("Werewolf, paper setup"); the Witch/Guard setup of Xu et al.
 2023 ("Exploring Large Language Models for Communication Games: An Empirical Study on
 Werewolf": 2 werewolf, seer, witch, guardian, 2 villager) and the Doctor setup of LSPO (Xu et
 al. 2023, "Language Agents with Reinforcement Learning for Strategic Play in the Werewolf
