@@ -155,12 +155,13 @@ def test_a_stage_killed_halfway_resumes_without_redoing_finished_items(project):
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: the kill takes its Prefect server too
     )
     deadline = time.monotonic() + 300
     while len(set(results.iterdir()) - before) < 1 and proc.poll() is None:
         assert time.monotonic() < deadline, "no work item finished in time"
         time.sleep(0.1)
-    proc.send_signal(signal.SIGKILL)
+    os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert (root / "data/intents/onuw.parquet").read_bytes() == intents, (
         "a killed stage wrote output"
