@@ -74,6 +74,7 @@ def held_out_reward(ctx) -> dict:
 
 def tournaments(ctx) -> dict:
     p = ctx.section
+    trained = ctx.params.for_game("grpo", ctx.game)
     routes = {"default": ctx.llm("backend"), "refiner": trained_refiner(ctx)}
     seeds = range(p.tournament_seed, p.tournament_seed + p.tournament_games)
     records = play_matrix(
@@ -83,8 +84,18 @@ def tournaments(ctx) -> dict:
         camps=p.camps or None,
         opponent=p.opponent,
         llm_routes=routes,
-        agent_options={"speech_tokens": p.speech_tokens, "max_prompt_tokens": p.max_prompt_tokens},
-        refiner_options={"max_prompt_tokens": p.max_prompt_tokens},
+        agent_options={
+            "speech_tokens": p.speech_tokens,
+            "thought_tokens": p.thought_tokens,
+            "max_prompt_tokens": p.max_prompt_tokens,
+        },
+        # The Refiner plays as it was trained: its completion length and sampling.
+        refiner_options={
+            "max_prompt_tokens": p.max_prompt_tokens,
+            "max_new_tokens": trained.max_completion_length,
+            "temperature": trained.temperature,
+            "top_p": trained.top_p,
+        },
         options=p.options,
         batch_games=p.batch_games,
     )

@@ -124,8 +124,11 @@ class EvaluateParams(Section):
         default_factory=dict, description="game options of the tournament"
     )
     speech_tokens: int = Field(32, ge=4, description="LLM players: new tokens per speech")
+    thought_tokens: int = Field(40, ge=4, description="react players: new tokens per thought")
     max_prompt_tokens: int = Field(512, ge=128, description="LLM players: prompt budget")
-    batch_games: int = Field(32, ge=1, description="tables played at once (LLM calls batched)")
+    batch_games: int = Field(
+        256, ge=1, description="tables played at once (their LLM calls batched together)"
+    )
 
 
 class TrackingParams(Section):

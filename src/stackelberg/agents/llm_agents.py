@@ -44,10 +44,12 @@ class LLMAgent(Agent):
         speech_tokens: int = 48,
         temperature: float = 0.7,
         top_p: float = 0.9,
+        thought_tokens: int = 40,
     ) -> None:
         self.llm = llm
         self.max_prompt_tokens = max_prompt_tokens
         self.speech_tokens = speech_tokens
+        self.thought_tokens = thought_tokens  # react only: its thought before each act
         self.temperature = temperature
         self.top_p = top_p
 
@@ -111,7 +113,6 @@ class ReactAgent(LLMAgent):
     """ReAct: a one-sentence thought first, then the speech or choice that follows from it."""
 
     kind = "react"
-    thought_tokens = 40
 
     def _act(self, decision: Decision, thought: str = "") -> Generator[list[Any], list[Any], Any]:
         self._refresh()
