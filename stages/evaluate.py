@@ -30,9 +30,10 @@ from stages.score import reward_config
 METRICS = "metrics.json"
 
 
-def trained_refiner(ctx):
-    """The Refiner with this game's trained adapter merged in."""
-    config = ctx.params.models.refiner.model_copy(update={"adapter": str(ctx.path("grpo"))})
+def trained_refiner(ctx, dtype: str = "auto"):
+    """The Refiner with this game's trained adapter merged in (``dtype``: an override)."""
+    update = {"adapter": str(ctx.path("grpo"))} | ({"dtype": dtype} if dtype != "auto" else {})
+    config = ctx.params.models.refiner.model_copy(update=update)
     from flows.context import get_llm
 
     return get_llm(config)
@@ -75,7 +76,7 @@ def held_out_reward(ctx) -> dict:
 def tournaments(ctx) -> dict:
     p = ctx.section
     trained = ctx.params.for_game("grpo", ctx.game)
-    routes = {"default": ctx.llm("backend"), "refiner": trained_refiner(ctx)}
+    routes = {"default": ctx.llm("player"), "refiner": trained_refiner(ctx, p.refiner_dtype)}
     seeds = range(p.tournament_seed, p.tournament_seed + p.tournament_games)
     records = play_matrix(
         ctx.game,

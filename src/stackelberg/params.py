@@ -38,6 +38,11 @@ class ModelsParams(Section):
         default_factory=lambda: LLMConfig(model="models/base"),
         description="the Measurer that plays the follower and scores responses",
     )
+    player: LLMConfig = Field(
+        default_factory=lambda: LLMConfig(model="models/base"),
+        description="the LLM players (direct, react) of the evaluation tournaments; they "
+        "choose by scoring options, so not the anthropic backend",
+    )
 
 
 class SelfplayParams(Section):
@@ -125,6 +130,9 @@ class EvaluateParams(Section):
     )
     speech_tokens: int = Field(32, ge=4, description="LLM players: new tokens per speech")
     thought_tokens: int = Field(40, ge=4, description="react players: new tokens per thought")
+    refiner_dtype: Literal["auto", "float32", "bfloat16", "float16", "int8"] = Field(
+        "auto", description="the trained Refiner's dtype in tournaments (local; int8: CPU)"
+    )
     max_prompt_tokens: int = Field(512, ge=128, description="LLM players: prompt budget")
     batch_games: int = Field(
         256, ge=1, description="tables played at once (their LLM calls batched together)"

@@ -55,6 +55,19 @@ def test_generation_is_deterministic_and_independent_of_the_batch(local_llm):
     assert other != alone and alone[0] != alone[1]
 
 
+def test_requests_with_different_settings_in_one_call_equal_separate_calls(local_llm):
+    reqs = [
+        GenerateRequest(CHAT, max_new_tokens=3, temperature=0.0, seed=1),
+        GenerateRequest(CHAT, n=2, max_new_tokens=9, temperature=0.9, top_p=0.8, seed=2),
+        GenerateRequest("1, 2, 3, 4,", max_new_tokens=12, temperature=0.0, stop=(" 7",)),
+    ]
+    mixed = local_llm.run_batch(reqs)
+    alone = [local_llm.run_batch([r])[0] for r in reqs]
+    assert mixed == alone
+    assert len(local_llm.encode(mixed[0][0], first=False)) <= 3
+    assert " 7" not in mixed[2][0] and mixed[2][0].startswith(" 5, 6")
+
+
 def test_greedy_stop_strings_and_length(local_llm):
     out = local_llm.generate(["1, 2, 3, 4,"], temperature=0, max_new_tokens=10)[0][0]
     assert out.startswith(" 5, 6")
@@ -89,11 +102,11 @@ def test_run_batch_groups_calls_and_serves_the_cache(local_llm, tmp_path, monkey
         ScoreRequest(CTX, [" no"]),
     ]
     first = local_llm.run_batch(reqs)
-    assert calls == [2, 1]  # two sampling settings -> two batched calls
+    assert calls == [3]  # different sampling settings still share one batched call
     assert len(first[2]) == 2 and first[4] == [first[1][1]]
     assert first[1] == local_llm.score(CTX, [" yes", " no"])
     second = local_llm.run_batch(reqs)
-    assert second == first and calls == [2, 1]  # everything from the cache
+    assert second == first and calls == [3]  # everything from the cache
 
 
 def test_render_chat_and_count_tokens(local_llm):

@@ -15,16 +15,23 @@ def test_a_rows_token_does_not_depend_on_the_batch():
     torch.manual_seed(0)
     logits = torch.randn(6, 5000) * 4
     logits[2] = 0.0  # flat: its top-k does not hold top_p, so it takes the full-sort path
-    batch = sample_tokens(logits, 0.9, 0.9, gens(range(6)), top_k=64)
-    alone = [int(sample_tokens(logits[i : i + 1], 0.9, 0.9, gens([i]), top_k=64)) for i in range(6)]
+    temps, tops = [0.9, 0.9, 0.9, 0.0, 1.2, 0.5], [0.9, 0.5, 0.9, 0.9, 1.0, 0.9]
+    batch = sample_tokens(logits, temps, tops, gens(range(6)), top_k=64)
+    alone = [
+        int(
+            sample_tokens(logits[i : i + 1], temps[i : i + 1], tops[i : i + 1], gens([i]), top_k=64)
+        )
+        for i in range(6)
+    ]
     assert batch.tolist() == alone
+    assert alone[3] == int(logits[3].argmax())  # temperature 0 in a sampled batch: greedy
 
 
 def test_top_p_keeps_only_the_nucleus_and_temperature_zero_is_greedy():
     logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
-    picks = {int(sample_tokens(logits, 1.0, 0.7, gens([s]))) for s in range(200)}
+    picks = {int(sample_tokens(logits, [1.0], [0.7], gens([s]))) for s in range(200)}
     assert picks == {0, 1}  # 0.5 + 0.3 covers 0.7; tokens 2 and 3 are cut
-    assert sample_tokens(logits, 0.0, 0.9, gens([0])).tolist() == [0]
+    assert sample_tokens(logits, [0.0], [0.9], gens([0])).tolist() == [0]
 
 
 def test_cut_at_stop_and_seeds():

@@ -147,10 +147,14 @@ class AnthropicBackend(Backend):
         return self.retry.call(once, what="anthropic messages")
 
     def _generate(
-        self, prompts: list[Prompt], ns: list[int], seeds: list[int], params: SamplingParams
+        self,
+        prompts: list[Prompt],
+        ns: list[int],
+        seeds: list[int],
+        params: list[SamplingParams],
     ) -> Iterator[tuple[int, list[str]]]:
         owners = [i for i, n in enumerate(ns) for _ in range(n)]
-        calls = [(lambda p=prompts[i]: self._sample(p, params)) for i in owners]
+        calls = [(lambda p=prompts[i], x=params[i]: self._sample(p, x)) for i in owners]
         samples: dict[int, dict[int, str]] = {}
         for k, text in self.pool.run(calls):
             samples.setdefault(owners[k], {})[k] = text

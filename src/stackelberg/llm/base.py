@@ -31,7 +31,7 @@ Prompt = str | list[Message]
 
 @dataclass(frozen=True)
 class SamplingParams:
-    """What a batched generation call shares; requests differing only in prompt, n or seed batch together."""
+    """How one request samples; a batched call may mix requests with different settings."""
 
     temperature: float = 0.7
     top_p: float = 0.9
@@ -117,9 +117,14 @@ class Backend(ABC):
 
     @abstractmethod
     def _generate(
-        self, prompts: list[Prompt], ns: list[int], seeds: list[int], params: SamplingParams
+        self,
+        prompts: list[Prompt],
+        ns: list[int],
+        seeds: list[int],
+        params: list[SamplingParams],
     ) -> Iterator[tuple[int, list[str]]]:
-        """Yield ``(index, samples)`` per prompt as each finishes (the order is free)."""
+        """Yield ``(index, samples)`` per prompt as each finishes (the order is free);
+        ``params[i]`` are prompt i's sampling settings."""
 
     @abstractmethod
     def _score_nested(
@@ -152,14 +157,16 @@ class Backend(ABC):
         if len(seeds) != len(prompts):
             raise ValueError(f"generate: {len(seeds)} seeds for {len(prompts)} prompts")
         params = SamplingParams(temperature, top_p, max_new_tokens, tuple(stop))
-        return self._generate_cached(list(prompts), [n] * len(prompts), seeds, params)
+        return self._generate_cached(
+            list(prompts), [n] * len(prompts), seeds, [params] * len(seeds)
+        )
 
     def _generate_cached(
-        self, prompts: list[Prompt], ns: list[int], seeds: list[int], params: SamplingParams
+        self, prompts: list[Prompt], ns: list[int], seeds: list[int], params: list[SamplingParams]
     ) -> list[list[str]]:
         for p in prompts:
             _check_messages(p)
-        if params.max_new_tokens < 1 or any(n < 1 for n in ns):
+        if any(x.max_new_tokens < 1 for x in params) or any(n < 1 for n in ns):
             raise ValueError("generate: n and max_new_tokens must be at least 1")
         keys = [
             self._key(
@@ -167,19 +174,22 @@ class Backend(ABC):
                 prompt=p,
                 n=n,
                 seed=s,
-                temperature=params.temperature,
-                top_p=params.top_p,
-                max_new_tokens=params.max_new_tokens,
-                stop=list(params.stop),
+                temperature=x.temperature,
+                top_p=x.top_p,
+                max_new_tokens=x.max_new_tokens,
+                stop=list(x.stop),
             )
-            for p, n, s in zip(prompts, ns, seeds, strict=True)
+            for p, n, s, x in zip(prompts, ns, seeds, params, strict=True)
         ]
         found = self.cache.get_many(keys) if self.cache is not None else {}
         results: list[list[str] | None] = [found.get(k) for k in keys]
         todo = [i for i, r in enumerate(results) if r is None]
         if todo:
             outputs = self._generate(
-                [prompts[i] for i in todo], [ns[i] for i in todo], [seeds[i] for i in todo], params
+                [prompts[i] for i in todo],
+                [ns[i] for i in todo],
+                [seeds[i] for i in todo],
+                [params[i] for i in todo],
             )
             for j, samples in outputs:
                 i = todo[j]
@@ -237,26 +247,29 @@ class Backend(ABC):
     def run_batch(self, requests: Sequence[Request]) -> list[Any]:
         """Answer a mixed list of requests, in order, batching what can share a call.
 
-        Generate requests with the same sampling parameters go in one ``_generate`` call
-        (prompts, n and seed may differ); score requests with the same prefix share one
-        prefix computation. Cached answers are served from the cache.
+        All generate requests go in one ``_generate`` call (prompts, n, seed and sampling
+        settings may differ); score requests with the same prefix share one prefix
+        computation. Cached answers are served from the cache.
         """
         results: list[Any] = [None] * len(requests)
-        gen_groups: dict[SamplingParams, list[int]] = {}
+        gen: list[int] = []
         score_groups: dict[str, list[int]] = {}
         for i, req in enumerate(requests):
             if isinstance(req, GenerateRequest):
-                gen_groups.setdefault(req.sampling, []).append(i)
+                gen.append(i)
             elif isinstance(req, ScoreRequest):
                 score_groups.setdefault(json.dumps(req.prefix, sort_keys=True), []).append(i)
             else:
                 raise TypeError(f"run_batch: not an LLM request: {req!r}")
-        for params, idx in gen_groups.items():
-            reqs = [requests[i] for i in idx]
+        if gen:
+            reqs = [requests[i] for i in gen]
             outs = self._generate_cached(
-                [r.prompt for r in reqs], [r.n for r in reqs], [r.seed for r in reqs], params
+                [r.prompt for r in reqs],
+                [r.n for r in reqs],
+                [r.seed for r in reqs],
+                [r.sampling for r in reqs],
             )
-            for i, o in zip(idx, outs, strict=True):
+            for i, o in zip(gen, outs, strict=True):
                 results[i] = o
         for idx in score_groups.values():
             conts = list(dict.fromkeys(c for i in idx for c in requests[i].continuations))

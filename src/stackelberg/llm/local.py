@@ -71,35 +71,40 @@ def _set_threads(threads: int | None) -> None:
 
 def sample_tokens(
     logits: torch.Tensor,
-    temperature: float,
-    top_p: float,
+    temperatures: Sequence[float],
+    top_ps: Sequence[float],
     generators: Sequence[torch.Generator],
     top_k: int = 256,
 ) -> torch.Tensor:
-    """One token per row: greedy at temperature 0, else nucleus sampling with each row's generator.
+    """One token per row with that row's settings: greedy at temperature 0, else nucleus
+    sampling with the row's generator.
 
-    Each row draws exactly one uniform number from its own generator and picks by inverse CDF
-    over its tokens sorted by probability, so a row's token depends on nothing else in the
-    batch. Sorting the whole vocabulary costs as much as a decode step; a row whose top
-    ``top_k`` tokens already hold ``top_p`` of the mass (nearly always) sorts only those.
+    Each sampled row draws exactly one uniform number from its own generator and picks by
+    inverse CDF over its tokens sorted by probability, so a row's token depends on nothing
+    else in the batch. Sorting the whole vocabulary costs as much as a decode step; a row
+    whose top ``top_k`` tokens already hold ``top_p`` of the mass (nearly always) sorts only
+    those.
     """
-    if temperature <= 0:
-        return logits.argmax(-1)
-    logits = logits.float() / temperature
-    logz = torch.logsumexp(logits, dim=-1, keepdim=True)
-    u = torch.stack([torch.rand((), generator=g) for g in generators])
-    top_v, top_i = logits.topk(min(top_k, logits.shape[-1]), dim=-1)
+    picks = logits.argmax(-1)
+    rows = [r for r, t in enumerate(temperatures) if t > 0]
+    if not rows:
+        return picks
+    temp = torch.tensor([temperatures[r] for r in rows], dtype=torch.float32)[:, None]
+    scaled = logits[rows].float() / temp
+    logz = torch.logsumexp(scaled, dim=-1, keepdim=True)
+    top_v, top_i = scaled.topk(min(top_k, scaled.shape[-1]), dim=-1)
     top_probs = (top_v - logz).exp()
-    picks = torch.empty(logits.shape[0], dtype=torch.long)
-    for row in range(logits.shape[0]):
-        if top_probs[row].sum() >= top_p:
-            probs, order = top_probs[row], top_i[row]
+    for k, row in enumerate(rows):
+        u = torch.rand((), generator=generators[row])
+        top_p = top_ps[row]
+        if top_probs[k].sum() >= top_p:
+            probs, order = top_probs[k], top_i[k]
         else:
-            probs, order = (logits[row] - logz[row]).exp().sort(descending=True)
+            probs, order = (scaled[k] - logz[k]).exp().sort(descending=True)
         keep = (probs.cumsum(-1) - probs) < top_p  # the most likely token always stays
         cum = (probs * keep).cumsum(-1)
-        k = int(torch.searchsorted(cum, (u[row] * cum[-1]).reshape(1)).clamp(max=len(cum) - 1))
-        picks[row] = order[k]
+        j = int(torch.searchsorted(cum, (u * cum[-1]).reshape(1)).clamp(max=len(cum) - 1))
+        picks[row] = order[j]
     return picks
 
 
@@ -349,11 +354,15 @@ class LocalBackend(Backend):
 
     @torch.inference_mode()
     def _generate(
-        self, prompts: list[Prompt], ns: list[int], seeds: list[int], params: SamplingParams
+        self,
+        prompts: list[Prompt],
+        ns: list[int],
+        seeds: list[int],
+        params: list[SamplingParams],
     ) -> Iterator[tuple[int, list[str]]]:
         ids = [self.prompt_ids(p) for p in prompts]
-        for i in ids:
-            self._check_length(len(i) + params.max_new_tokens, "prompt + max_new_tokens")
+        for i, x in zip(ids, params, strict=True):
+            self._check_length(len(i) + x.max_new_tokens, "prompt + max_new_tokens")
         # Similar lengths together (less padding); chunks of at most batch_size sequences.
         order = sorted(range(len(prompts)), key=lambda i: len(ids[i]))
         chunk: list[int] = []
@@ -373,25 +382,27 @@ class LocalBackend(Backend):
         ids: list[list[int]],
         ns: list[int],
         seeds: list[int],
-        params: SamplingParams,
+        params: list[SamplingParams],
     ) -> Iterator[tuple[int, list[str]]]:
         """Prefill each prompt once (reusing stored prefix blocks), fork its cache into its n
-        samples, then decode together."""
-        last, cache, mask = self._prefill([ids[i] for i in chunk], params.max_new_tokens)
+        samples, then decode together, each row with its own prompt's settings."""
+        longest = max(params[i].max_new_tokens for i in chunk)
+        last, cache, mask = self._prefill([ids[i] for i in chunk], longest)
         expand = torch.tensor([r for r, i in enumerate(chunk) for _ in range(ns[i])])
         expand = expand.to(self.device)
         cache.batch_select_indices(expand)
         mask, last = mask[expand], last[expand]
         owners = [(i, j) for i in chunk for j in range(ns[i])]  # (prompt, sample) per row
+        setting = [params[i] for i, _ in owners]
         gens = [torch.Generator().manual_seed(sample_seed(seeds[i], j)) for i, j in owners]
         tokens: list[list[int]] = [[] for _ in owners]
         live = list(range(len(owners)))  # the owner of each row still in the batch
         finished: set[int] = set()  # owners done but still riding along in the batch
-        for step in range(params.max_new_tokens):
+        for _ in range(longest):
             nxt = sample_tokens(
                 self.head(last).float().cpu(),
-                params.temperature,
-                params.top_p,
+                [setting[g].temperature for g in live],
+                [setting[g].top_p for g in live],
                 [gens[g] for g in live],
             ).tolist()
             for g, tok in zip(live, nxt, strict=True):
@@ -401,10 +412,13 @@ class LocalBackend(Backend):
                     finished.add(g)
                     continue
                 tokens[g].append(tok)
-                if params.stop and cut_at_stop(self._decode(tokens[g]), params.stop)[1]:
+                stop = setting[g].stop
+                if len(tokens[g]) >= setting[g].max_new_tokens or (
+                    stop and cut_at_stop(self._decode(tokens[g]), stop)[1]
+                ):
                     finished.add(g)
             n_done = sum(g in finished for g in live)
-            if n_done == len(live) or step == params.max_new_tokens - 1:
+            if n_done == len(live):
                 break
             if n_done >= max(1, len(live) // 4):  # drop finished rows once it pays
                 keep = [r for r, g in enumerate(live) if g not in finished]
@@ -416,7 +430,9 @@ class LocalBackend(Backend):
             pos = mask.sum(-1, keepdim=True) - 1
             hidden, cache = self._forward(torch.tensor(nxt).unsqueeze(-1), cache, mask, pos)
             last = hidden[:, -1]
-        texts = [cut_at_stop(self._decode(t), params.stop)[0] for t in tokens]
+        texts = [
+            cut_at_stop(self._decode(t), x.stop)[0] for t, x in zip(tokens, setting, strict=True)
+        ]
         pos = 0
         for i in chunk:
             yield i, texts[pos : pos + ns[i]]

@@ -242,11 +242,15 @@ class OpenAIBackend(Backend):
         return self.retry.call(once, what=f"openai {path}")
 
     def _generate(
-        self, prompts: list[Prompt], ns: list[int], seeds: list[int], params: SamplingParams
+        self,
+        prompts: list[Prompt],
+        ns: list[int],
+        seeds: list[int],
+        params: list[SamplingParams],
     ) -> Iterator[tuple[int, list[str]]]:
         calls = [
-            (lambda p=p, n=n, s=s: self._generate_one(p, n, s, params))
-            for p, n, s in zip(prompts, ns, seeds, strict=True)
+            (lambda p=p, n=n, s=s, x=x: self._generate_one(p, n, s, x))
+            for p, n, s, x in zip(prompts, ns, seeds, params, strict=True)
         ]
         return self.pool.run(calls)
 
