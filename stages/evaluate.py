@@ -12,6 +12,7 @@ import json
 import polars as pl
 
 from stackelberg.datasets import read_dataset
+from stackelberg.evaluation.ablation import VARIANT_KEY
 from stackelberg.evaluation.metrics import game_metrics, mlflow_metrics
 from stackelberg.evaluation.plots import (
     plot_reward_curve,
@@ -132,6 +133,8 @@ def finish(ctx, results) -> dict:
     mlflow.log_artifact(str(out / METRICS))
     flat = mlflow_metrics(metrics)
     mlflow.log_metrics(flat)
+    # The reward ablation (evaluation.ablation) finds this run by the variant it trained on.
+    mlflow.set_tag(VARIANT_KEY, ctx.params.for_game("score", ctx.game).variant)
     r = metrics["reward"] or {}
     return {
         "games_played": len(records),

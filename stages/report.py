@@ -1,9 +1,11 @@
-"""report: reports/summary.md, the paper-style tables of every game, with the plots."""
+"""report: reports/summary.md, the paper-style tables of every game, with the plots, and the
+reward ablation across the score.variant runs logged to MLflow."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from stackelberg.evaluation.ablation import ablation_from_mlflow, ablation_table
 from stackelberg.evaluation.report import load_metrics, markdown_report
 from stackelberg.io import atomic_writer
 
@@ -26,9 +28,13 @@ def finish(ctx, results) -> dict:
         for game in metrics
         for png in sorted(Path(f"reports/{game}/plots").glob("*.png"))
     ]
+    import mlflow  # the stage runs inside its MLflow run: the tracking URI is set
+
+    ablation = ablation_from_mlflow(ctx.params.tracking.experiment, mlflow.get_tracking_uri())
+    extra = [ablation_table(ablation)] if ablation else []
     with atomic_writer(SUMMARY) as fh:
-        fh.write(markdown_report(metrics, plots, title="Stackelberg Speaker: evaluation"))
-    return {"games": len(metrics)}
+        fh.write(markdown_report(metrics, plots, extra, title="Stackelberg Speaker: evaluation"))
+    return {"games": len(metrics), "ablation_results": len(ablation)}
 
 
 if __name__ == "__main__":

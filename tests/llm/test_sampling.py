@@ -39,3 +39,25 @@ def test_cut_at_stop_and_seeds():
     assert cut_at_stop("a! b. c", [".", "!"]) == ("a", True)
     assert cut_at_stop("abc", ["x", ""]) == ("abc", False)
     assert len({sample_seed(1, 0), sample_seed(1, 1), sample_seed(2, 0)}) == 3
+
+
+def test_own_work_does_not_count_as_other_processes_load():
+    import threading
+
+    from stackelberg.llm.local import _busy_elsewhere
+
+    a = torch.randn(400, 400)
+    done = threading.Event()
+
+    def spin():
+        while not done.is_set():
+            a @ a
+
+    worker = threading.Thread(target=spin)
+    worker.start()
+    try:
+        busy = _busy_elsewhere(window=0.5)
+    finally:
+        done.set()
+        worker.join()
+    assert busy < 0.7  # our own busy thread is not someone else's load

@@ -39,8 +39,9 @@ def ablation_table(
     results: Iterable[AblationResult | tuple[str, str, int, int]],
     labels: Mapping[str, str] | None = None,
 ) -> TextTable:
-    """Rows: variants (paper order, unknown ones after); columns: games; cells: win rate
-    with its Wilson interval. Several results of one (variant, game) are added up."""
+    """Rows: variants (every known one, in the paper's order, then unknown ones); columns:
+    games; cells: win rate with its Wilson interval, ``-`` where not run yet. Several
+    results of one (variant, game) are added up."""
     labels = {**VARIANT_LABELS, **(labels or {})}
     totals: dict[tuple[str, str], list[int]] = {}
     for variant, game, wins, games in results:
@@ -49,7 +50,7 @@ def ablation_table(
         t[1] += int(games)
     seen_v = list(dict.fromkeys(v for v, _ in totals))
     seen_g = list(dict.fromkeys(g for _, g in totals))
-    variants = [v for v in labels if v in seen_v] + [v for v in seen_v if v not in labels]
+    variants = list(labels) + [v for v in seen_v if v not in labels]
     games = [g for g in GAME_ORDER if g in seen_g] + [g for g in seen_g if g not in GAME_ORDER]
     rows = [
         [
@@ -63,7 +64,8 @@ def ablation_table(
         ["variant", *games],
         rows,
         "Cells: win rate [Wilson 95% interval] and games; rows differ only in the Refiner's "
-        "training reward (score.variant).",
+        "training reward (score.variant); '-': not run yet (`dvc exp run -S "
+        "score.variant=pos_only`, or neg_only, adds a row).",
     )
 
 

@@ -21,6 +21,7 @@ import hashlib
 import inspect
 import logging
 import os
+import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -47,10 +48,39 @@ def sample_seed(seed: int, index: int) -> int:
     return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
 
 
+def _busy_elsewhere(window: float = 0.3) -> float:
+    """Cores kept busy by other processes, measured over ``window`` seconds.
+
+    Not the load average: it counts this very process too, so after a minute of our own
+    two-thread work it reads 2 and would leave us one thread. Here our own CPU time
+    (/proc/self/stat) is subtracted from the machine's (/proc/stat).
+    """
+
+    def sample() -> tuple[float, float, float]:
+        with open("/proc/stat") as fh:
+            cpu = [float(x) for x in fh.readline().split()[1:]]
+        with open("/proc/self/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        own = float(fields[11]) + float(fields[12])  # utime + stime, in clock ticks
+        idle = cpu[3] + (cpu[4] if len(cpu) > 4 else 0.0)
+        return sum(cpu), sum(cpu) - idle, own
+
+    try:
+        total0, busy0, own0 = sample()
+        time.sleep(window)
+        total1, busy1, own1 = sample()
+    except (OSError, ValueError, IndexError):  # not Linux: the load average, minus ourselves
+        return max(0.0, os.getloadavg()[0] - 1.0)
+    cores = os.cpu_count() or 1
+    if total1 <= total0:
+        return 0.0
+    return max(0.0, (busy1 - busy0) - (own1 - own0)) / (total1 - total0) * cores
+
+
 def _set_threads(threads: int | None) -> None:
     """Threads for CPU inference: the configured number, else OMP_NUM_THREADS, else free cores.
 
-    "Free" is the cores this process may use minus the load of other processes: with two
+    "Free" is the cores this process may use minus those other processes keep busy: with two
     threads on a two-core machine that another process keeps busy, every parallel region
     waits on a descheduled thread and a forward pass runs ~10x slower than with one thread.
     """
@@ -61,10 +91,7 @@ def _set_threads(threads: int | None) -> None:
             cores = len(os.sched_getaffinity(0))
         except AttributeError:  # not on Linux
             cores = os.cpu_count() or 1
-        # The load average counts this process too (it is running now): only the rest is
-        # someone else's.
-        others = max(0.0, os.getloadavg()[0] - 1.0)
-        threads = min(cores, max(1, round(cores - others)))
+        threads = min(cores, max(1, round(cores - _busy_elsewhere())))
     torch.set_num_threads(max(1, threads))
     log.info("local backend: %d torch threads", torch.get_num_threads())
 
