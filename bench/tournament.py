@@ -6,7 +6,10 @@ then all tables in lockstep with their LLM requests batched (``play_matrix``). T
 identical both ways (the choices and speeches do not depend on the batch). Prints one JSON
 line: {"games", "sequential_s", "batched_s", "speedup", ...}.
 
-    python bench/tournament.py [--games 32] [--game onuw] [--speech-tokens 12]
+Both ways use the same backend features (prefix KV reuse, ``--dtype``); the prefix store is
+emptied before each way, so neither inherits the other's blocks.
+
+    python bench/tournament.py [--games 32] [--game onuw] [--speech-tokens 12] [--dtype int8]
 """
 
 from __future__ import annotations
@@ -31,11 +34,13 @@ def main() -> None:
     parser.add_argument("--max-prompt-tokens", type=int, default=640)
     parser.add_argument("--set", action="append", default=["discussion_rounds=1"])
     parser.add_argument("--model", default="embedded")
+    parser.add_argument("--dtype", default="int8", help="as the tournament players (params.yaml)")
     args = parser.parse_args()
-    llm = make_llm(backend="local", model=args.model, cache="off", batch_size=64)
+    llm = make_llm(backend="local", model=args.model, cache="off", batch_size=64, dtype=args.dtype)
     options = dict(kv.split("=", 1) for kv in args.set)
 
     def play(batch: int) -> tuple[float, list[dict]]:
+        llm.prefix_store.clear()
         start = time.perf_counter()
         records = play_matrix(
             args.game,
@@ -66,6 +71,7 @@ def main() -> None:
                 "same_games": seq_records == bat_records,
                 "decisions": sum(r["decisions"] for r in bat_records),
                 "threads": torch.get_num_threads(),
+                "dtype": args.dtype,
             }
         ),
         flush=True,

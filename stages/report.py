@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stackelberg.evaluation.ablation import ablation_from_mlflow, ablation_table
+from stackelberg.evaluation.ablation import BASELINE, ablation_from_mlflow, ablation_table
 from stackelberg.evaluation.report import load_metrics, markdown_report
 from stackelberg.io import atomic_writer
 
@@ -30,11 +30,21 @@ def finish(ctx, results) -> dict:
     ]
     import mlflow  # the stage runs inside its MLflow run: the tracking URI is set
 
-    ablation = ablation_from_mlflow(ctx.params.tracking.experiment, mlflow.get_tracking_uri())
-    extra = [ablation_table(ablation)] if ablation else []
+    # The paper's ablation is on top of ReAct; without react, the first refined condition.
+    refined = [c for c in ctx.params.evaluate.conditions if c.startswith("refiner+")]
+    treated = "refiner+react" if "refiner+react" in refined else (refined or [None])[0]
+    extra = []
+    if treated:
+        base = treated.removeprefix("refiner+")
+        ablation = ablation_from_mlflow(
+            ctx.params.tracking.experiment, mlflow.get_tracking_uri(), treated, base
+        )
+        label = {"react": "ReAct", "direct": "Direct"}.get(base, base)
+        if ablation:
+            extra.append(ablation_table(ablation, {BASELINE: label}))
     with atomic_writer(SUMMARY) as fh:
         fh.write(markdown_report(metrics, plots, extra, title="Stackelberg Speaker: evaluation"))
-    return {"games": len(metrics), "ablation_results": len(ablation)}
+    return {"games": len(metrics), "ablation_tables": len(extra)}
 
 
 if __name__ == "__main__":

@@ -85,6 +85,12 @@ def test_every_output_exists_and_matches_its_schema(project):
         assert (root / f"reports/{game}/plots/reward_curve.png").stat().st_size > 1000
     summary = (root / "reports/summary.md").read_text()
     assert all(g in summary for g in GAMES)
+    onuw = json.loads((root / "reports/onuw/metrics.json").read_text())
+    played = {c: onuw["conditions"][c]["overall"]["n"] for c in onuw["conditions"]}
+    assert set(played) == {"direct", "refiner+direct"} and played["direct"] >= 2
+    assert played["direct"] == played["refiner+direct"]  # paired seeds
+    assert (root / "reports/onuw/plots/win_rates.png").stat().st_size > 1000
+    assert "Win rate of the agent under test" in summary and "Reward ablation" in summary
     lock = yaml.safe_load((root / "dvc.lock").read_text())["stages"]
     assert {
         "base_model",

@@ -60,7 +60,7 @@ def ablation_table(
         for v in variants
     ]
     return TextTable(
-        "Reward ablation on top of ReAct (win rate of the agent under test)",
+        f"Reward ablation on top of {labels[BASELINE]} (win rate of the agent under test)",
         ["variant", *games],
         rows,
         "Cells: win rate [Wilson 95% interval] and games; rows differ only in the Refiner's "
