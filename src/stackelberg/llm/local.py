@@ -165,6 +165,9 @@ def quantize_int8(lm: Any) -> Any:
 
     A CPU decode step at small batch reads every weight once, so it is memory-bound: int8
     weights make it ~3x faster. Scores move by ~1e-2 nats, so the Measurer stays float32.
+    Activations are quantized per batch, so a row's numbers (and now and then a choice)
+    depend on the rows batched with it: the same run replays exactly, but a game played
+    alone may differ from the same game played among others, unlike float32.
     """
     import warnings
 
