@@ -59,14 +59,24 @@ def current_params() -> Params:
     return _params(str(path), path.stat().st_mtime if path.exists() else 0.0)
 
 
-@cache
-def _llm(config_json: str):
-    return make_llm(LLMConfig.model_validate_json(config_json))
+_LLMS: dict[str, Any] = {}
 
 
 def get_llm(config: LLMConfig):
     """A backend per distinct config, loaded once per process."""
-    return _llm(config.model_dump_json())
+    key = config.model_dump_json()
+    if key not in _LLMS:
+        _LLMS[key] = make_llm(LLMConfig.model_validate_json(key))
+    return _LLMS[key]
+
+
+def release_prefix_caches() -> None:
+    """Empty the prompt-prefix stores of the loaded backends (models stay loaded): the next
+    stage's prompts differ, and each store may hold gigabytes."""
+    for backend in _LLMS.values():
+        store = getattr(backend, "prefix_store", None)
+        if store is not None:
+            store.clear()
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from prefect import flow, task
 from prefect.cache_policies import INPUTS, TASK_SOURCE
 
 import stackelberg
-from flows.context import StageContext, stage_context
+from flows.context import StageContext, release_prefix_caches, stage_context
 from flows.tracking import stage_run
 
 #: the library's source: a code change invalidates the cached work items
@@ -99,4 +99,5 @@ def run_stage(stage: str, game: str = "all") -> dict[str, Any]:
         metrics["items_cached"] = cached
         metrics["stage_seconds"] = time.perf_counter() - started
         tracker.log_metrics(metrics)
+    release_prefix_caches()
     return metrics

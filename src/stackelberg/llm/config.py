@@ -78,7 +78,7 @@ class LLMConfig(BaseModel):
         None, description="local: a PEFT LoRA adapter folder merged into the model"
     )
     prefix_cache_mb: int = Field(
-        2048,
+        4096,
         ge=0,
         description="local: memory for the keys/values of prompt prefixes that later prompts "
         "reuse (0: off)",

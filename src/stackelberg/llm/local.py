@@ -191,7 +191,7 @@ class LocalBackend(Backend):
         cache: ResponseCache | None = None,
         threads: int | None = None,
         adapter: str | None = None,
-        prefix_cache_mb: int = 2048,
+        prefix_cache_mb: int = 4096,
     ) -> None:
         path = str(ensure_checkpoint()) if model == EMBEDDED_NAME else model
         # The cache key names the embedded file, so a new embedded model invalidates old answers;
