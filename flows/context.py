@@ -74,9 +74,7 @@ def release_prefix_caches() -> None:
     """Empty the prompt-prefix stores of the loaded backends (models stay loaded): the next
     stage's prompts differ, and each store may hold gigabytes."""
     for backend in _LLMS.values():
-        store = getattr(backend, "prefix_store", None)
-        if store is not None:
-            store.clear()
+        backend.clear_prefix_cache()
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from stackelberg.llm.config import LLMConfig
+from stackelberg.llm.config import Dtype, LLMConfig
 
 GameName = Literal["werewolf", "avalon", "onuw"]
 
@@ -130,7 +130,7 @@ class EvaluateParams(Section):
     )
     speech_tokens: int = Field(32, ge=4, description="LLM players: new tokens per speech")
     thought_tokens: int = Field(40, ge=4, description="react players: new tokens per thought")
-    refiner_dtype: Literal["auto", "float32", "bfloat16", "float16", "int8"] = Field(
+    refiner_dtype: Dtype = Field(
         "auto", description="the trained Refiner's dtype in tournaments (local; int8: CPU)"
     )
     max_prompt_tokens: int = Field(512, ge=128, description="LLM players: prompt budget")

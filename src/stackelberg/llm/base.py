@@ -132,6 +132,10 @@ class Backend(ABC):
     ) -> Iterator[tuple[int, int, list[float]]]:
         """Yield ``(candidate, response, logprobs)`` for every pair (the order is free)."""
 
+    def clear_prefix_cache(self) -> None:
+        """Forget computed prompt prefixes kept for reuse (a memory release; none here)."""
+        return None
+
     def close(self) -> None:
         """Release connections, threads and the cache file."""
         if self.cache is not None:

@@ -19,6 +19,10 @@ from stackelberg.llm.retry import RetryPolicy
 DEFAULT_OPENAI_BASE_URL = "http://localhost:8000/v1"  # where `vllm serve` listens
 
 
+#: weights of a local model ('int8': CPU only)
+Dtype = Literal["auto", "float32", "bfloat16", "float16", "int8"]
+
+
 class LLMConfig(BaseModel):
     """Which model to use and how to talk to it; unknown keys are an error."""
 
@@ -58,7 +62,7 @@ class LLMConfig(BaseModel):
     device: str = Field(
         "auto", description="local: 'auto' (cuda if available), 'cpu', 'cuda', 'cuda:1'"
     )
-    dtype: Literal["auto", "float32", "bfloat16", "float16", "int8"] = Field(
+    dtype: Dtype = Field(
         "auto",
         description="local: 'auto' is float32 on CPU, bfloat16 on GPU; 'int8' (CPU): int8 "
         "weights, ~3x faster decoding for players, not for the Measurer",

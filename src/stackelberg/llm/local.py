@@ -1,7 +1,7 @@
 """The ``local`` backend: a transformers causal LM in this process, on CPU or GPU.
 
-Generation is our own sampling loop over the KV cache, many sequences per forward pass (left
-padded), with one ``torch.Generator`` per sequence seeded from the request's seed and the
+Generation is our own sampling loop over the KV cache, many sequences per forward pass (padded,
+see ``_prefill``), with one ``torch.Generator`` per sequence seeded from the request's seed and the
 sample's index: a request's output does not depend on what else is in the batch, which makes
 runs reproducible and cached answers valid. Prompts reuse the keys and values of earlier
 prompts' shared starts (``kv.PrefixStore``: the rules, a player's previous prompt), and decoding
@@ -298,8 +298,11 @@ class LocalBackend(Backend):
         )
         return out.last_hidden_state, getattr(out, self._cache_kw)
 
+    def clear_prefix_cache(self) -> None:
+        self.prefix_store.clear()
+
     def _prefill(
-        self, rows: list[list[int]], spare: int = 0
+        self, rows: list[list[int]], spare: int = 0, chains: list[list[bytes]] | None = None
     ) -> tuple[torch.Tensor, Any, torch.Tensor]:
         """The last hidden state, the KV cache and the attention mask of prompts side by side.
 
@@ -307,11 +310,12 @@ class LocalBackend(Backend):
         in one forward. Row layout: ``[pad][stored P_i] | [rest R_i][pad]``, then ``spare``
         free slots for decoding: pads are masked and positions count real tokens only; every
         pad query follows a real token, so no attention row is empty (no NaN). The full
-        blocks computed here are stored for later prompts.
+        blocks computed here are stored for later prompts. ``chains``: the rows' block
+        hashes, when the caller has them.
         """
         store = self.prefix_store
         size = store.block
-        chains = [block_hashes(ids, size) for ids in rows]
+        chains = chains or [block_hashes(ids, size) for ids in rows]
         if store.max_bytes > 0 and len(rows) > 1:
             self._prefill_shared(rows, chains)
         stored = [
@@ -361,15 +365,16 @@ class LocalBackend(Backend):
     def _prefill_shared(self, rows: list[list[int]], chains: list[list[bytes]]) -> None:
         """Compute once, and store, the prefix blocks that several rows share and lack."""
         counts = Counter(h for chain in chains for h in set(chain))
-        shared: dict[bytes, list[int]] = {}
+        shared: dict[bytes, tuple[list[int], list[bytes]]] = {}
         for ids, chain in zip(rows, chains, strict=True):
             k = 0
             while k < len(chain) and counts[chain[k]] > 1:
                 k += 1
             if k and chain[k - 1] not in shared and self.prefix_store.cached(chain[:k]) < k:
-                shared[chain[k - 1]] = ids[: k * self.prefix_store.block]
+                shared[chain[k - 1]] = (ids[: k * self.prefix_store.block], chain[:k])
         if shared:
-            self._prefill(list(shared.values()))
+            prefixes, prefix_chains = zip(*shared.values(), strict=True)
+            self._prefill(list(prefixes), chains=list(prefix_chains))
 
     def _logprobs(self, hidden: torch.Tensor, targets: list[int]) -> list[float]:
         """Log-probabilities of ``targets``, each predicted by the matching row of ``hidden``."""
