@@ -1,15 +1,17 @@
 """Benchmark: a tournament played one game at a time against all games at once.
 
-The same seeded games (ONUW by default, one discussion round, every seat a ``direct`` LLM
-agent on the local backend, response cache off) are played twice: one table after another,
-then all tables in lockstep with their LLM requests batched (``play_matrix``). The games are
-identical both ways (the choices and speeches do not depend on the batch). Prints one JSON
-line: {"games", "sequential_s", "batched_s", "speedup", ...}.
+The same seeded games (ONUW by default, one discussion round, every seat an LLM agent on the
+local backend, response cache off) are played twice: one table after another, then all
+tables in lockstep with their LLM requests batched (``play_matrix``). The agents speak,
+think and fit their prompts as the pipeline's tournaments do (``evaluate`` in params.yaml).
+Prints one JSON line: {"games", "sequential_s", "batched_s", "speedup", "same_games", ...}.
 
 Both ways use the same backend features (prefix KV reuse, ``--dtype``); the prefix store is
-emptied before each way, so neither inherits the other's blocks.
+emptied before each way, so neither inherits the other's blocks. In float32 (the default)
+the games are identical both ways; with ``--dtype int8`` (the CPU tournament players) a
+row's activations are quantized with its batch, so batched games may differ.
 
-    python bench/tournament.py [--games 32] [--game onuw] [--speech-tokens 12] [--dtype int8]
+    python bench/tournament.py [--games 32] [--game onuw] [--agent react] [--dtype float32]
 """
 
 from __future__ import annotations
@@ -22,25 +24,28 @@ import torch
 
 from stackelberg.evaluation import play_matrix
 from stackelberg.llm import make_llm
+from stackelberg.params import load_params
 
 
 def main() -> None:
+    evaluate = load_params("params.yaml").evaluate
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=32)
     parser.add_argument("--game", default="onuw")
     parser.add_argument("--camp", default="village", help="the tested camp (every seed has it)")
-    parser.add_argument("--agent", default="direct", help="tested and opponent agent")
-    parser.add_argument("--speech-tokens", type=int, default=12)
-    parser.add_argument("--max-prompt-tokens", type=int, default=640)
+    parser.add_argument("--agent", default="react", help="tested and opponent agent")
+    parser.add_argument("--speech-tokens", type=int, default=evaluate.speech_tokens)
+    parser.add_argument("--thought-tokens", type=int, default=evaluate.thought_tokens)
+    parser.add_argument("--max-prompt-tokens", type=int, default=evaluate.max_prompt_tokens)
     parser.add_argument("--set", action="append", default=["discussion_rounds=1"])
     parser.add_argument("--model", default="embedded")
-    parser.add_argument("--dtype", default="int8", help="as the tournament players (params.yaml)")
+    parser.add_argument("--dtype", default="float32", help="float32 | int8 | ...")
     args = parser.parse_args()
     llm = make_llm(backend="local", model=args.model, cache="off", batch_size=64, dtype=args.dtype)
     options = dict(kv.split("=", 1) for kv in args.set)
 
     def play(batch: int) -> tuple[float, list[dict]]:
-        llm.prefix_store.clear()
+        llm.clear_prefix_cache()
         start = time.perf_counter()
         records = play_matrix(
             args.game,
@@ -51,6 +56,7 @@ def main() -> None:
             llm_routes=llm,
             agent_options={
                 "speech_tokens": args.speech_tokens,
+                "thought_tokens": args.thought_tokens,
                 "max_prompt_tokens": args.max_prompt_tokens,
             },
             options=options,
@@ -65,6 +71,7 @@ def main() -> None:
             {
                 "games": args.games,
                 "game": args.game,
+                "agent": args.agent,
                 "sequential_s": round(sequential, 1),
                 "batched_s": round(batched, 1),
                 "speedup": round(sequential / batched, 2),

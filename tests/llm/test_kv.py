@@ -76,6 +76,22 @@ def test_prefix_store_evicts_least_recently_used_chain_ends_first():
     assert len(off) == 0
 
 
+def test_pad_groups_cut_where_padding_would_exceed_the_slack():
+    from stackelberg.llm.local import pad_groups
+
+    assert pad_groups([]) == []
+    assert pad_groups([10, 10, 11, 12]) == [(0, 4)]  # 48 padded for 43 real
+    assert pad_groups([5, 6, 40, 41, 200]) == [(0, 2), (2, 4), (4, 5)]
+    for lengths in ([1, 2, 3, 50, 51, 52, 400], [7] * 9, [3, 90]):
+        groups = pad_groups(lengths, slack=1.25)
+        assert groups[0][0] == 0 and groups[-1][1] == len(lengths)
+        assert all(a < b for a, b in groups) and all(
+            groups[k][1] == groups[k + 1][0] for k in range(len(groups) - 1)
+        )
+        for a, b in groups:
+            assert (b - a) * lengths[b - 1] <= 1.25 * sum(lengths[a:b]) or b - a == 1
+
+
 # ---- on the real model ------------------------------------------------------------------------
 
 
@@ -96,12 +112,13 @@ def test_prefill_with_stored_prefixes_matches_plain_forwards(local_llm, warm):
         with torch.inference_mode():
             if warm:  # blocks stored by an earlier call
                 local_llm._prefill([base[:100]])
-            last, cache, mask = local_llm._prefill(rows, spare=4)
-            plain = _plain_last_states(local_llm, rows)
+            last, cache, mask, order = local_llm._prefill(rows, spare=4)
+            plain = _plain_last_states(local_llm, [rows[i] for i in order])
+        assert sorted(order) == list(range(len(rows)))
         assert not torch.isnan(last).any()
         assert (last - plain).abs().max().item() <= 1e-3
         assert store.hits > 0 and len(store) >= len(base) // store.block
-        assert mask.sum(-1).tolist() == [len(r) for r in rows]
+        assert mask.sum(-1).tolist() == [len(rows[i]) for i in order]
         for layer in cache.layers:
             assert not torch.isnan(layer.keys.transpose(1, 2)[mask.bool()]).any()
     finally:

@@ -38,6 +38,26 @@ def test_score_with_chat_prefix_matches_a_full_forward(local_llm):
     assert fast[1] == pytest.approx(fast[2][: len(fast[1])], abs=1e-4)  # same prefix tokens
 
 
+def test_many_prefixes_scored_together_match_full_forwards(local_llm):
+    long = CTX * 4 + "Who is lying?"
+    prefixes = [CHAT, CTX, long, CTX + "Carol: I think"]
+    conts = [["Alice", "Bob", ""], [" yes"], [" Bob", " Alice is the wolf, I saw her"], [" no"]]
+    store = local_llm.prefix_store
+    store.clear()
+    try:
+        for _ in ("cold", "warm"):  # the second round reads the blocks the first one stored
+            fast = local_llm._score_many(prefixes, conts)
+            naive = [
+                local_llm.score_nested_naive(p, [""], cs)[0]
+                for p, cs in zip(prefixes, conts, strict=True)
+            ]
+            assert fast[0][2] == [] and [len(x) for x in fast[2]] == [len(x) for x in naive[2]]
+            assert max_diff(fast, naive) <= 1e-4
+        assert store.hits > 0
+    finally:
+        store.clear()
+
+
 def test_tokens_are_pieces_concatenated(local_llm):
     ctx, cands, resps = local_llm._piece_ids("abc", ["de"], ["fg"], "|")
     enc = local_llm.encode
@@ -94,19 +114,31 @@ def test_run_batch_groups_calls_and_serves_the_cache(local_llm, tmp_path, monkey
         return real(prompts, ns, seeds, params)
 
     monkeypatch.setattr(local_llm, "_generate", spy)
+    scored = []
+    real_score = local_llm._score_many
+
+    def score_spy(prefixes, continuations):
+        scored.append(list(map(len, continuations)))
+        return real_score(prefixes, continuations)
+
+    monkeypatch.setattr(local_llm, "_score_many", score_spy)
     reqs = [
         GenerateRequest("The wolf", max_new_tokens=4, seed=1),
         ScoreRequest(CTX, [" yes", " no"]),
         GenerateRequest(CHAT, n=2, max_new_tokens=4, seed=2),
         GenerateRequest("The wolf", max_new_tokens=5, seed=1),
         ScoreRequest(CTX, [" no"]),
+        ScoreRequest(CHAT, ["Alice"]),
     ]
     first = local_llm.run_batch(reqs)
     assert calls == [3]  # different sampling settings still share one batched call
+    assert scored == [[2, 1]]  # every prefix in one call, a shared prefix once
     assert len(first[2]) == 2 and first[4] == [first[1][1]]
     assert first[1] == local_llm.score(CTX, [" yes", " no"])
     second = local_llm.run_batch(reqs)
-    assert second == first and calls == [3]  # everything from the cache
+    assert second == first and calls == [3] and len(scored) == 1  # all from the cache
+    local_llm.run_batch([ScoreRequest(CTX, [" no", " maybe"])])
+    assert scored[-1] == [1]  # only what the cache lacks
 
 
 def test_render_chat_and_count_tokens(local_llm):

@@ -21,7 +21,6 @@ from stackelberg.agents.prompting import (
     player_spec,
     speech_question,
 )
-from stackelberg.agents.runner import SharedHeadScore
 from stackelberg.games.base import Decision
 from stackelberg.llm import GenerateRequest, ScoreRequest
 
@@ -93,7 +92,7 @@ class LLMAgent(Agent):
             return clean_speech(text) or FALLBACK_SPEECH
         messages = self._messages(spec, 16)
         labels = [option_label(o, decision.kind) for o in decision.options]
-        [scores] = yield [SharedHeadScore(ScoreRequest(messages, labels), self.game.rules_text)]
+        [scores] = yield [ScoreRequest(messages, labels)]
         best = max(range(len(labels)), key=lambda i: mean(scores[i]))
         return decision.options[best]
 

@@ -63,10 +63,11 @@ class PromptSpec:
 
 
 def player_spec(game: Game, player: int, question: str, style: str = "") -> PromptSpec:
+    """The system part is the same for every prompt of a seat (rules, identity) and what
+    varies per decision (style, question) comes after the history, so that consecutive
+    prompts of a seat share their start and a backend can reuse its computed prefix."""
     system = f"{game.rules_text}\n\n{identity(game, player)}"
-    if style:
-        system += f"\n{style}"
-    return PromptSpec(system=system, question=question)
+    return PromptSpec(system=system, question=f"{style}\n{question}" if style else question)
 
 
 def build_messages(spec: PromptSpec, lines: Sequence[str]) -> list[Message]:

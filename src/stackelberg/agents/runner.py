@@ -16,7 +16,6 @@ from typing import Any
 
 from stackelberg.agents.base import Agent
 from stackelberg.games.base import SPEAK, Game
-from stackelberg.llm import ScoreRequest
 
 
 def agent_rng(seed: int, player: int) -> random.Random:
@@ -101,72 +100,13 @@ class Routed:
     request: Any
 
 
-@dataclass(frozen=True)
-class SharedHeadScore:
-    """A ScoreRequest whose prompt, as the model reads it, starts with text that many
-    requests share (the game rules), ending with ``head``.
-
-    On a backend that computes shared text once (``local``), the runner scores requests with
-    the same head together: one forward over the head, then one short packed forward per
-    request (``score_nested``). Prefill is what costs on a CPU and batching does not make it
-    cheaper there; sharing the head is what lets many tables at once beat one at a time.
-    The prompt is always cut at the head, alone or in a batch, so a choice does not depend
-    on which other tables happen to be waiting.
-    """
-
-    request: ScoreRequest
-    head: str
-
-
-#: backends whose ``score_nested`` computes the context once (others get plain requests)
-SHARED_HEAD_BACKENDS = ("local",)
-
-
-def _cut_at_head(llm: Any, req: SharedHeadScore) -> tuple[str, str]:
-    prefix = req.request.prefix
-    text = prefix if isinstance(prefix, str) else llm.render_chat(prefix)
-    end = text.find(req.head)
-    if not req.head or end < 0:
-        return text, ""
-    end += len(req.head)
-    return text[:end], text[end:]
-
-
-def _run_batch(llm: Any, requests: Sequence[Any]) -> list[Any]:
-    """One backend's batch; shared-head scores grouped by head where the backend shares it."""
-    if getattr(llm, "name", None) not in SHARED_HEAD_BACKENDS:
-        plain = [r.request if isinstance(r, SharedHeadScore) else r for r in requests]
-        return llm.run_batch(plain)
-    answers: list[Any] = [None] * len(requests)
-    groups: dict[str, list[tuple[int, str]]] = {}
-    rest: list[int] = []
-    for i, r in enumerate(requests):
-        if isinstance(r, SharedHeadScore):
-            head, tail = _cut_at_head(llm, r)
-            groups.setdefault(head, []).append((i, tail))
-        else:
-            rest.append(i)
-    if rest:
-        for i, a in zip(rest, llm.run_batch([requests[i] for i in rest]), strict=True):
-            answers[i] = a
-    for head, members in groups.items():
-        labels = list(
-            dict.fromkeys(c for i, _ in members for c in requests[i].request.continuations)
-        )
-        scored = llm.score_nested(head, [tail for _, tail in members], labels)
-        for (i, _), row in zip(members, scored, strict=True):
-            by_label = dict(zip(labels, row, strict=True))
-            answers[i] = [by_label[c] for c in requests[i].request.continuations]
-    return answers
-
-
 def run_requests(llm: Any, requests: list[Any]) -> list[Any]:
     """Answer requests in order; ``llm`` is one backend or a mapping of route -> backend
     (key "default" for plain requests). Requests to one backend go in one batch."""
     if not isinstance(llm, Mapping):
         if any(isinstance(r, Routed) for r in requests):
             raise RuntimeError("a request names a backend route but only one backend was given")
-        return _run_batch(llm, requests)
+        return llm.run_batch(requests)
     groups: dict[str, list[int]] = {}
     for i, r in enumerate(requests):
         groups.setdefault(r.route if isinstance(r, Routed) else "default", []).append(i)
@@ -177,7 +117,7 @@ def run_requests(llm: Any, requests: list[Any]) -> list[Any]:
         batch = [
             requests[i].request if isinstance(requests[i], Routed) else requests[i] for i in idx
         ]
-        for i, a in zip(idx, _run_batch(llm[route], batch), strict=True):
+        for i, a in zip(idx, llm[route].run_batch(batch), strict=True):
             answers[i] = a
     return answers
 

@@ -1,7 +1,8 @@
 """The llm interface: request types, and the ``Backend`` base that caches and batches.
 
 A backend implements two primitives, ``_generate`` (many prompts in one batched call) and
-``_score_nested`` (log-probabilities after a shared context, two levels deep), plus
+``_score_nested`` (log-probabilities after a shared context, two levels deep), may override
+``_score_many`` (many prefixes, each with its own continuations, in one call), plus
 ``render_chat``, ``count_tokens`` and ``context_window``. The base class adds what every
 backend shares: the response cache, the grouping of ``run_batch`` requests into batched
 calls, and the public ``generate``/``score``/``score_nested`` methods.
@@ -132,6 +133,21 @@ class Backend(ABC):
     ) -> Iterator[tuple[int, int, list[float]]]:
         """Yield ``(candidate, response, logprobs)`` for every pair (the order is free)."""
 
+    def _score_many(
+        self, prefixes: list[Prompt], continuations: list[list[str]]
+    ) -> list[list[list[float]]]:
+        """Log-probabilities of ``continuations[i]`` after ``prefixes[i]``, for every i.
+
+        One prefix at a time here; a backend that can put many prefixes in one call
+        overrides this."""
+        out = []
+        for prefix, conts in zip(prefixes, continuations, strict=True):
+            row: list[list[float]] = [[] for _ in conts]
+            for _, r, logprobs in self._score_nested(prefix, [""], list(conts), ""):
+                row[r] = logprobs
+            out.append(row)
+        return out
+
     def clear_prefix_cache(self) -> None:
         """Forget computed prompt prefixes kept for reuse (a memory release; none here)."""
         return None
@@ -202,6 +218,34 @@ class Backend(ABC):
                     self.cache.put(keys[i], samples)
         return results  # type: ignore[return-value]
 
+    def _score_cached(
+        self, prefixes: list[Prompt], continuations: list[list[str]]
+    ) -> list[list[list[float]]]:
+        """``_score_many`` for what the cache lacks (keys as ``score`` makes them)."""
+        for p in prefixes:
+            _check_messages(p)
+        keys = [
+            [self._key("score", pieces=[p, c]) for c in cs]
+            for p, cs in zip(prefixes, continuations, strict=True)
+        ]
+        found = (
+            self.cache.get_many(k for row in keys for k in row) if self.cache is not None else {}
+        )
+        out = [[found.get(k) for k in row] for row in keys]
+        todo = [i for i, row in enumerate(out) if any(v is None for v in row)]
+        todo_conts = [
+            [c for c, v in zip(continuations[i], out[i], strict=True) if v is None] for i in todo
+        ]
+        if todo:
+            scored = self._score_many([prefixes[i] for i in todo], todo_conts)
+            for i, cs, row in zip(todo, todo_conts, scored, strict=True):
+                for c, logprobs in zip(cs, row, strict=True):
+                    k = continuations[i].index(c)
+                    out[i][k] = logprobs
+                    if self.cache is not None:
+                        self.cache.put(keys[i][k], logprobs)
+        return out  # type: ignore[return-value]
+
     def score(self, prefix: Prompt, continuations: Sequence[str]) -> list[list[float]]:
         """Per-token log-probabilities of each continuation after one shared prefix."""
         return self.score_nested(prefix, [""], list(continuations))[0]
@@ -252,8 +296,8 @@ class Backend(ABC):
         """Answer a mixed list of requests, in order, batching what can share a call.
 
         All generate requests go in one ``_generate`` call (prompts, n, seed and sampling
-        settings may differ); score requests with the same prefix share one prefix
-        computation. Cached answers are served from the cache.
+        settings may differ); all score requests go in one ``_score_many`` call, those with
+        the same prefix as one entry. Cached answers are served from the cache.
         """
         results: list[Any] = [None] * len(requests)
         gen: list[int] = []
@@ -275,11 +319,17 @@ class Backend(ABC):
             )
             for i, o in zip(gen, outs, strict=True):
                 results[i] = o
-        for idx in score_groups.values():
-            conts = list(dict.fromkeys(c for i in idx for c in requests[i].continuations))
-            scored = dict(zip(conts, self.score(requests[idx[0]].prefix, conts), strict=True))
-            for i in idx:
-                results[i] = [scored[c] for c in requests[i].continuations]
+        if score_groups:
+            groups = list(score_groups.values())
+            conts = [
+                list(dict.fromkeys(c for i in idx for c in requests[i].continuations))
+                for idx in groups
+            ]
+            scored = self._score_cached([requests[idx[0]].prefix for idx in groups], conts)
+            for idx, cs, row in zip(groups, conts, scored, strict=True):
+                by_text = dict(zip(cs, row, strict=True))
+                for i in idx:
+                    results[i] = [by_text[c] for c in requests[i].continuations]
         return results
 
     def __enter__(self) -> Backend:

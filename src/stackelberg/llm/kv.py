@@ -24,7 +24,7 @@ import torch
 from transformers.cache_utils import DynamicLayer
 
 #: tokens per stored prefix block
-BLOCK_TOKENS = 32
+BLOCK_TOKENS = 16
 
 
 def _is_head_view(view: torch.Tensor, buffer: torch.Tensor | None) -> bool:

@@ -25,7 +25,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
@@ -40,6 +40,33 @@ log = logging.getLogger(__name__)
 
 #: Most tokens packed into one scoring forward (its mask is tokens x (prefix + tokens)).
 PACK_TOKENS = 2048
+
+#: A prefill group may compute this many times its real tokens (the rest is padding).
+PAD_SLACK = 1.25
+
+
+class Prefill(NamedTuple):
+    """Prompts computed side by side: row ``r`` of each tensor is prompt ``order[r]``."""
+
+    last: torch.Tensor  # hidden state of each prompt's last token, [rows, hidden]
+    cache: Any  # the KV cache, with spare room for what follows
+    mask: torch.Tensor  # [rows, width]: 1 where a cached position is a real token
+    order: list[int]
+
+
+def pad_groups(lengths: Sequence[int], slack: float = PAD_SLACK) -> list[tuple[int, int]]:
+    """Consecutive slices of ascending ``lengths`` that each pad to at most ``slack`` times
+    their real tokens: one forward per slice wastes little on padding."""
+    groups: list[tuple[int, int]] = []
+    start, total = 0, 0
+    for i, n in enumerate(lengths):
+        if i > start and (i - start + 1) * n > slack * (total + n):
+            groups.append((start, i))
+            start, total = i, 0
+        total += n
+    if lengths:
+        groups.append((start, len(lengths)))
+    return groups
 
 
 def sample_seed(seed: int, index: int) -> int:
@@ -207,6 +234,10 @@ class LocalBackend(Backend):
         )
         if self.device.type == "cpu":
             _set_threads(threads)
+            # Grouped-query attention without copying each key/value head per query head: with
+            # a mask (every prefill here) transformers copies them unless told that the
+            # kernel takes grouped heads, which torch's CPU kernel does. ~20% of a prefill.
+            os.environ.setdefault("TRANSFORMERS_SDPA_FORCE_GQA", "1")
         if dtype == "auto":
             dtype = "float32" if self.device.type == "cpu" else "bfloat16"
         if dtype == "int8" and self.device.type != "cpu":
@@ -303,15 +334,17 @@ class LocalBackend(Backend):
 
     def _prefill(
         self, rows: list[list[int]], spare: int = 0, chains: list[list[bytes]] | None = None
-    ) -> tuple[torch.Tensor, Any, torch.Tensor]:
-        """The last hidden state, the KV cache and the attention mask of prompts side by side.
+    ) -> Prefill:
+        """The last hidden states, the KV cache and the attention mask of prompts side by side.
 
-        Each row's stored prefix blocks are copied in and only its rest is computed, all rows
-        in one forward. Row layout: ``[pad][stored P_i] | [rest R_i][pad]``, then ``spare``
-        free slots for decoding: pads are masked and positions count real tokens only; every
-        pad query follows a real token, so no attention row is empty (no NaN). The full
-        blocks computed here are stored for later prompts. ``chains``: the rows' block
-        hashes, when the caller has them.
+        Each row's stored prefix blocks are copied in and only its rest is computed. Rows are
+        sorted by the length of their rest and computed in groups of similar length (one
+        forward per group), so that short rests are not padded to the longest one. Row
+        layout: ``[pad][stored P_i] | [rest R_i][pad]``, then ``spare`` free slots for
+        decoding: pads are masked and positions count real tokens only; every pad query
+        follows a real token, so no attention row is empty (no NaN). The full blocks computed
+        here are stored for later prompts. ``chains``: the rows' block hashes, when the caller
+        has them. The result's rows are in ``order`` (indices into ``rows``).
         """
         store = self.prefix_store
         size = store.block
@@ -322,45 +355,58 @@ class LocalBackend(Backend):
             min(store.cached(c), (len(ids) - 1) // size)
             for ids, c in zip(rows, chains, strict=True)
         ]
-        pre = [n * size for n in stored]
+        order = sorted(range(len(rows)), key=lambda r: len(rows[r]) - stored[r] * size)
+        rows = [rows[r] for r in order]
+        chains = [chains[r] for r in order]
+        pre = [stored[r] * size for r in order]
         rest = [len(ids) - p for ids, p in zip(rows, pre, strict=True)]
-        pmax, rmax = max(pre), max(rest)
+        groups = pad_groups(rest)
+        width = max(max(pre[a:b]) + rest[b - 1] for a, b in groups)
         cfg = self.lm.config
         heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
         dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         buf = torch.empty(
-            (cfg.num_hidden_layers, 2, len(rows), heads, pmax + rmax + spare, dim),
+            (cfg.num_hidden_layers, 2, len(rows), heads, width + spare, dim),
             dtype=self.lm.dtype,
             device=self.device,
         )
-        mask = torch.zeros((len(rows), pmax + rmax), dtype=torch.long)
-        new_ids = torch.full((len(rows), rmax), self.pad_id, dtype=torch.long)
-        for r, (ids, chain, p, n) in enumerate(zip(rows, chains, pre, rest, strict=True)):
-            buf[:, :, r, :, : pmax - p].zero_()  # masked, but must not be NaN
-            for j in range(p // size):
-                at = pmax - p + j * size
-                buf[:, :, r, :, at : at + size] = store.get(chain[j])
-            mask[r, pmax - p : pmax + n] = 1
-            new_ids[r, :n] = torch.tensor(ids[p:])
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        last = []
+        for a, b in groups:
+            pmax, rmax = max(pre[a:b]), rest[b - 1]
+            new_ids = torch.full((b - a, rmax), self.pad_id, dtype=torch.long)
+            for r in range(a, b):
+                p, n = pre[r], rest[r]
+                buf[:, :, r, :, : pmax - p].zero_()  # masked, but must not be NaN
+                buf[:, :, r, :, pmax + rmax : width].zero_()
+                if p:
+                    blocks = [store.get(h) for h in chains[r][: p // size]]
+                    buf[:, :, r, :, pmax - p : pmax] = torch.cat(blocks, dim=3)
+                mask[r, pmax - p : pmax + n] = 1
+                new_ids[r - a, :n] = torch.tensor(rows[r][p:])
+            cache = DynamicCache(config=cfg)
+            cache.layers = [GrowingLayer(spare) for _ in range(cfg.num_hidden_layers)]
+            for layer, kv in zip(cache.layers, buf[:, :, a:b], strict=True):
+                layer.adopt(kv[0], kv[1], pmax)
+            positions = torch.tensor(pre[a:b])[:, None] + torch.arange(rmax)[None]
+            hidden, cache = self._forward(
+                new_ids,
+                cache,
+                mask[a:b, : pmax + rmax].to(self.device),
+                positions.to(self.device),
+            )
+            last.append(hidden[torch.arange(b - a), torch.tensor(rest[a:b]) - 1])
+            for r in range(a, b):
+                for j in range(pre[r] // size, len(rows[r]) // size):
+                    at = pmax + j * size - pre[r]
+                    store.put(chains[r][j], buf[:, :, r, :, at : at + size].clone())
         store.hits += sum(pre)
         store.misses += sum(rest)
-        cache = DynamicCache(config=self.lm.config)
+        cache = DynamicCache(config=cfg)
         cache.layers = [GrowingLayer(spare) for _ in range(cfg.num_hidden_layers)]
         for layer, kv in zip(cache.layers, buf, strict=True):
-            layer.adopt(kv[0], kv[1], pmax)
-        mask = mask.to(self.device)
-        positions = torch.tensor(pre)[:, None] + torch.arange(rmax)[None]
-        hidden, cache = self._forward(new_ids, cache, mask, positions.to(self.device))
-        for r, (ids, chain, p) in enumerate(zip(rows, chains, pre, strict=True)):
-            for j in range(p // size, len(ids) // size):
-                at = pmax + j * size - p
-                kv = [
-                    (x.keys[r, :, at : at + size], x.values[r, :, at : at + size])
-                    for x in cache.layers
-                ]
-                store.put(chain[j], torch.stack([torch.stack(pair) for pair in kv]))
-        last = hidden[torch.arange(len(rows)), torch.tensor(rest) - 1]
-        return last, cache, mask
+            layer.adopt(kv[0], kv[1], width)
+        return Prefill(torch.cat(last), cache, mask.to(self.device), order)
 
     def _prefill_shared(self, rows: list[list[int]], chains: list[list[bytes]]) -> None:
         """Compute once, and store, the prefix blocks that several rows share and lack."""
@@ -422,18 +468,20 @@ class LocalBackend(Backend):
         """Prefill each prompt once (reusing stored prefix blocks), fork its cache into its n
         samples, then decode together, each row with its own prompt's settings."""
         longest = max(params[i].max_new_tokens for i in chunk)
-        last, cache, mask = self._prefill([ids[i] for i in chunk], longest)
-        expand = torch.tensor([r for r, i in enumerate(chunk) for _ in range(ns[i])])
-        expand = expand.to(self.device)
-        cache.batch_select_indices(expand)
-        mask, last = mask[expand], last[expand]
+        last, cache, mask, order = self._prefill([ids[i] for i in chunk], longest)
+        chunk = [chunk[k] for k in order]  # the prompt of each cache row
+        if any(ns[i] > 1 for i in chunk):
+            expand = torch.tensor([r for r, i in enumerate(chunk) for _ in range(ns[i])])
+            expand = expand.to(self.device)
+            cache.batch_select_indices(expand)
+            mask, last = mask[expand], last[expand]
         owners = [(i, j) for i in chunk for j in range(ns[i])]  # (prompt, sample) per row
         setting = [params[i] for i, _ in owners]
         gens = [torch.Generator().manual_seed(sample_seed(seeds[i], j)) for i, j in owners]
         tokens: list[list[int]] = [[] for _ in owners]
         live = list(range(len(owners)))  # the owner of each row still in the batch
         finished: set[int] = set()  # owners done but still riding along in the batch
-        for _ in range(longest):
+        for step in range(longest):
             nxt = sample_tokens(
                 self.head(last).float().cpu(),
                 [setting[g].temperature for g in live],
@@ -455,7 +503,9 @@ class LocalBackend(Backend):
             n_done = sum(g in finished for g in live)
             if n_done == len(live):
                 break
-            if n_done >= max(1, len(live) // 4):  # drop finished rows once it pays
+            # Drop finished rows once it pays: copying the cache costs about two steps' reads
+            # of it, and each dropped row saves one read per remaining step.
+            if n_done and n_done * (longest - step - 1) >= 2 * len(live):
                 keep = [r for r, g in enumerate(live) if g not in finished]
                 sel = torch.tensor(keep, device=self.device)
                 cache.batch_select_indices(sel)
@@ -540,7 +590,7 @@ class LocalBackend(Backend):
         self, context: Prompt, candidates: list[str], responses: list[str], joiner: str
     ) -> Iterator[tuple[int, int, list[float]]]:
         ctx, cands, resps = self._piece_ids(context, candidates, responses, joiner)
-        last, cache, _ = self._prefill([ctx], spare=PACK_TOKENS)
+        last, cache, _, _ = self._prefill([ctx], spare=PACK_TOKENS)
         ctx_last = last[0]
         todo = [r for r in range(len(resps)) if resps[r]]
         for c, cand in enumerate(cands):
@@ -562,6 +612,78 @@ class LocalBackend(Backend):
                 for r in part:
                     yield c, r, flat[start : start + len(resps[r])]
                     start += len(resps[r])
+
+    @torch.inference_mode()
+    def _score_many(
+        self, prefixes: list[Prompt], continuations: list[list[str]]
+    ) -> list[list[list[float]]]:
+        """Many prompts, each with its own continuations, prefilled side by side.
+
+        The prompts reuse stored prefix blocks like generation does (the rules, the same
+        player's previous prompt), then one forward per chunk packs each row's continuations
+        after its prompt as branches that see the prompt and themselves, not each other.
+        """
+        ctx = [self.prompt_ids(p) for p in prefixes]
+        conts = [[self.encode(c, first=False) if c else [] for c in cs] for cs in continuations]
+        for i, cs in zip(ctx, conts, strict=True):
+            if not i:
+                raise ValueError(
+                    "score: a prefix is empty and the tokenizer adds no BOS token, so the "
+                    "first token has nothing to be predicted from; give a non-empty prefix"
+                )
+            self._check_length(len(i) + max(map(len, cs), default=0), "prefix + continuation")
+        out: list[list[list[float]]] = [[[] for _ in cs] for cs in conts]
+        order = sorted(range(len(ctx)), key=lambda i: len(ctx[i]))
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            width = max(sum(map(len, conts[i])) for i in chunk)
+            if width == 0:
+                continue
+            last, cache, mask, rows = self._prefill([ctx[i] for i in chunk], spare=width)
+            chunk = [chunk[k] for k in rows]
+            hidden = self._branch_forward(cache, mask, [conts[i] for i in chunk], width)
+            states, targets, spans = [], [], []
+            for r, i in enumerate(chunk):
+                at = 0
+                for k, toks in enumerate(conts[i]):
+                    if toks:  # token t is predicted by the state before it
+                        states += [last[r, None], hidden[r, at : at + len(toks) - 1]]
+                        targets += toks
+                        spans.append((i, k, len(toks)))
+                        at += len(toks)
+            flat = self._logprobs(torch.cat(states), targets)
+            at = 0
+            for i, k, n in spans:
+                out[i][k] = flat[at : at + n]
+                at += n
+        return out
+
+    def _branch_forward(
+        self, cache: Any, mask: torch.Tensor, branches: list[list[list[int]]], width: int
+    ) -> torch.Tensor:
+        """Hidden states of each row's branches packed after its cached prompt, ``[rows,
+        width]``: a branch sees the row's real prompt tokens and, causally, itself."""
+        n_rows, prompt = mask.shape
+        ids = torch.full((n_rows, width), self.pad_id, dtype=torch.long)
+        positions = mask.sum(-1, keepdim=True).cpu().repeat(1, width)
+        allowed = torch.zeros((n_rows, width, prompt + width), dtype=torch.bool)
+        allowed[:, :, :prompt] = mask.bool().cpu()[:, None, :]
+        for r, row in enumerate(branches):
+            at = 0
+            for toks in row:
+                n = len(toks)
+                ids[r, at : at + n] = torch.tensor(toks, dtype=torch.long)
+                positions[r, at : at + n] += torch.arange(n)
+                causal = torch.ones((n, n), dtype=torch.bool).tril()
+                allowed[r, at : at + n, prompt + at : prompt + at + n] = causal
+                at += n
+        bias = torch.zeros(allowed.shape, dtype=self.lm.dtype).masked_fill(
+            ~allowed, torch.finfo(self.lm.dtype).min
+        )
+        hidden, _ = self._forward(
+            ids, cache, bias[:, None].to(self.device), positions.to(self.device)
+        )
+        return hidden
 
     @staticmethod
     def _chunks(items: list[int], lengths: list[int], budget: int) -> Iterator[list[int]]:
