@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from stackelberg.agents import LLM_AGENT_KINDS, make_agent
+from stackelberg.agents import LLM_AGENT_KINDS, make_agent, seat_agents
 from stackelberg.agents.runner import Table, play_tables
-from stackelberg.cli import seat_agents
 from stackelberg.datasets import from_rows, write_dataset
 from stackelberg.games import make_game
 

@@ -52,7 +52,7 @@ def test_set_option_and_mixed_agents(tmp_path):
         (["play", "werewolf", "--set", "roles=werewolf,villager"], "roles"),
         (["play", "werewolf", "--set", "noequals"], "KEY=VALUE"),
         (["play", "werewolf", "--agents", "genius"], "unknown agent 'genius'"),
-        (["play", "werewolf", "--agents", "random,random"], "--agents lists 2"),
+        (["play", "werewolf", "--agents", "random,random"], "2 kinds listed"),
         (["play", "werewolf", "--games", "0"], "--games"),
     ],
 )

@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from stackelberg.agents import LLM_AGENT_KINDS, make_agent
+from stackelberg.agents import LLM_AGENT_KINDS, make_agent, seat_agents
 from stackelberg.agents.human import HumanAgent, HumanQuit
 from stackelberg.agents.runner import Table, play_tables
 from stackelberg.games import GAMES, Game, GameError, make_game
@@ -29,19 +29,6 @@ def parse_sets(pairs: Sequence[str]) -> dict[str, str]:
             raise UsageError(f"--set expects KEY=VALUE, got {pair!r}")
         options[key.strip()] = value.strip()
     return options
-
-
-def seat_agents(spec: str, n_players: int) -> list[str]:
-    """`scripted` for every seat, or one comma-separated kind per seat."""
-    kinds = [k.strip() for k in spec.split(",") if k.strip()]
-    if len(kinds) == 1:
-        return kinds * n_players
-    if len(kinds) != n_players:
-        raise UsageError(
-            f"--agents lists {len(kinds)} agents but the game has {n_players} players; "
-            "give one kind for all seats or one per seat"
-        )
-    return kinds
 
 
 def summarize(records: Iterable[dict[str, Any]]) -> str:

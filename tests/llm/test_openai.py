@@ -85,6 +85,17 @@ def test_score_chat_prefix_and_run_batch(server, tmp_path):
     assert out[1] == ["echo:hi|seed=2|i=0|t=0.7"]
 
 
+def test_score_requests_of_many_prefixes_are_sent_concurrently(server, tmp_path):
+    server.delay_s = 0.1
+    llm = backend(server, tmp_path, max_concurrency=4, cache="off")
+    reqs = [ScoreRequest(f"table {i}", ["yes"]) for i in range(5)]  # one request per prefix
+    out = llm.run_batch(reqs)
+    for i, scores in enumerate(out):
+        ids = tokenize(f"table {i}", True)
+        assert scores[0] == pytest.approx(expected(ids + tokenize("yes", False), len(ids)))
+    assert server.count("/v1/completions") == 5 and 1 < server.max_inflight <= 4
+
+
 def test_context_window_count_and_render(server, tmp_path):
     llm = backend(server, tmp_path)
     assert llm.context_window == 4096

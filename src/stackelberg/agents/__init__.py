@@ -27,4 +27,18 @@ def make_agent(kind: str, game: str, llm: Any = None, **options: Any) -> Agent:
     raise ConfigError(f"unknown agent {kind!r}; choose one of: {', '.join(AGENT_KINDS)}")
 
 
-__all__ = ["AGENT_KINDS", "LLM_AGENT_KINDS", "Agent", "RandomAgent", "make_agent"]
+def seat_agents(spec: str, n_players: int) -> list[str]:
+    """One agent kind per seat from ``spec``: one kind for every seat, or a comma-separated
+    kind per seat."""
+    kinds = [k.strip() for k in spec.split(",") if k.strip()]
+    if len(kinds) == 1:
+        return kinds * n_players
+    if len(kinds) != n_players:
+        raise ConfigError(
+            f"agents: {len(kinds)} kinds listed but the game has {n_players} players; "
+            "give one kind for all seats or one per seat"
+        )
+    return kinds
+
+
+__all__ = ["AGENT_KINDS", "LLM_AGENT_KINDS", "Agent", "RandomAgent", "make_agent", "seat_agents"]

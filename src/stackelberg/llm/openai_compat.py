@@ -308,6 +308,26 @@ class OpenAIBackend(Backend):
             c, r = pairs[i]
             yield c, r, logprobs
 
+    def _score_many(
+        self, prefixes: list[Prompt], continuations: list[list[str]]
+    ) -> list[list[list[float]]]:
+        """Every (prefix, continuation) of the batch as one request, all sent concurrently
+        (within ``max_concurrency``): the server batches what arrives together."""
+        pairs, calls = [], []
+        for i, (prefix, conts) in enumerate(zip(prefixes, continuations, strict=True)):
+            ctx = self._tokenize(prefix, special=True)
+            if not ctx:
+                raise ValueError("score: a prefix is empty; give a non-empty prefix")
+            for k, cont in enumerate(conts):
+                ids = self._tokenize(cont, special=False) if cont else []
+                pairs.append((i, k))
+                calls.append(lambda c=ctx, x=ids: self._prompt_logprobs(c + x, len(c)) if x else [])
+        out: list[list[list[float]]] = [[[] for _ in conts] for conts in continuations]
+        for j, logprobs in self.pool.run(calls):
+            i, k = pairs[j]
+            out[i][k] = logprobs
+        return out
+
     def close(self) -> None:
         self.pool.close()
         self.http.close()

@@ -1,0 +1,92 @@
+"""dvc.yaml names, for every stage, all the project code that stage runs: otherwise editing a
+module it imports would leave its outputs stale while `dvc repro` says nothing changed."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "src"
+
+#: Code that cannot change a stage's outputs: the package version; the params schema, whose
+#: values come from params.yaml (which DVC tracks by key); the command line; and the Prefect
+#: orchestration that runs a stage (flows/).
+NOT_OUTPUT_CODE = {"src/stackelberg/__init__.py", "src/stackelberg/params.py", "stages/_cli.py"}
+
+
+def module_file(name: str) -> Path | None:
+    parts = name.split(".")
+    if parts[0] == "stackelberg":
+        base = SRC.joinpath(*parts)
+    elif parts[0] in ("stages", "flows"):
+        base = ROOT.joinpath(*parts)
+    else:
+        return None
+    if base.with_suffix(".py").exists():
+        return base.with_suffix(".py")
+    if (base / "__init__.py").exists():
+        return base / "__init__.py"
+    return None
+
+
+def imported(path: Path) -> list[str]:
+    """Project modules that ``path`` imports anywhere (also inside functions)."""
+    rel = path.relative_to(SRC if path.is_relative_to(SRC) else ROOT).with_suffix("")
+    package = list(rel.parts[:-1])
+    out: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            for alias in node.names:  # `from pkg import submodule` runs the submodule
+                sub = f"{mod}.{alias.name}"
+                out.append(sub if module_file(sub) not in (None, module_file(mod)) else mod)
+    return out
+
+
+def code_of(stage_module: str) -> set[str]:
+    """Every project file a stage module imports, directly or not."""
+    seen: set[Path] = set()
+    todo = [stage_module]
+    while todo:
+        path = module_file(todo.pop())
+        if path is None or path in seen:
+            continue
+        seen.add(path)
+        todo += imported(path)
+    return {str(p.relative_to(ROOT)) for p in seen}
+
+
+def dvc_stages() -> dict[str, list[str]]:
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    return {name: (spec.get("do") or spec)["deps"] for name, spec in stages.items()}
+
+
+def covered(path: str, deps: list[str]) -> bool:
+    return any(path == d or path.startswith(d.rstrip("/") + "/") for d in deps)
+
+
+@pytest.mark.parametrize("stage", sorted(dvc_stages()))
+def test_every_module_a_stage_runs_is_one_of_its_deps(stage):
+    deps = dvc_stages()[stage]
+    code = code_of(f"stages.{stage}")
+    assert f"stages/{stage}.py" in code
+    runs = {p for p in code - NOT_OUTPUT_CODE if not p.startswith("flows/")}
+    missing = sorted(p for p in runs if not covered(p, deps))
+    assert not missing, f"dvc.yaml stage {stage!r} lacks deps: {missing}"
+
+
+def test_the_import_walk_follows_submodules_and_relative_imports():
+    code = code_of("stages.evaluate")
+    assert "src/stackelberg/llm/local.py" in code  # through stackelberg.llm's __init__
+    assert "src/stackelberg/evaluation/tournament.py" in code
+    assert not any(p.startswith("tests/") for p in code)
