@@ -69,3 +69,23 @@ def test_prompt_budget_cuts_oldest_history_and_never_the_fixed_part():
     assert dropped == 20 and "nothing has happened yet" in messages[1]["content"]
     with pytest.raises(ContextLengthError):
         fitted_messages(_Counter(), PromptSpec("x " * 2000, "q"), lines, reserve=10, limit=40)
+
+
+def test_history_start_moves_forward_in_steps_so_consecutive_prompts_share_it():
+    from stackelberg.agents.llm_agents import LLMAgent
+    from stackelberg.agents.prompting import PromptSpec
+
+    agent = LLMAgent(_Counter(), max_prompt_tokens=160)
+    agent.lines, agent.history_cut = [], 0
+    spec = PromptSpec(system="rules " * 50, question="What now?")
+    starts = []
+    for i in range(40):
+        agent.lines.append(f"line {i} " + "word " * 8)
+        user = agent._messages(spec, reserve=10)[1]["content"]
+        first = int(user.split("line ", 1)[1].split()[0])
+        assert f"line {i} " in user and first == agent.history_cut  # newest kept, start known
+        assert _Counter().count_tokens(agent._messages(spec, 10)) + 10 <= 160
+        starts.append(first)
+    assert starts == sorted(starts) and starts[-1] > 0  # forward only
+    moves = sum(a != b for a, b in zip(starts, starts[1:], strict=False))
+    assert moves <= len(starts) // 2  # a cut holds for several prompts, not one line at a time

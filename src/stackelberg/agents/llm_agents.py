@@ -63,9 +63,21 @@ class LLMAgent(Agent):
                 self.lines.append(line)
 
     def _messages(self, spec: PromptSpec, reserve: int) -> list[dict]:
+        """The prompt with the newest history that fits the budget.
+
+        Where the kept history starts only moves forward, and when it must move it moves an
+        eighth of the budget further than needed: the seat's next prompts then start the
+        same way, and a backend reuses their computed start instead of recomputing all the
+        history after every new line.
+        """
         limit = min(self.max_prompt_tokens, self.llm.context_window)
-        messages, dropped = fitted_messages(self.llm, spec, self.lines, reserve, limit)
-        self.history_cut = max(self.history_cut, dropped)
+        lines = self.lines[self.history_cut :]
+        messages, dropped = fitted_messages(self.llm, spec, lines, reserve, limit)
+        if 0 < dropped < len(lines):
+            roomier, more = fitted_messages(self.llm, spec, lines, reserve + limit // 8, limit)
+            if more < len(lines):
+                messages, dropped = roomier, more
+        self.history_cut += dropped
         return messages
 
     def _question(self, decision: Decision) -> str:
