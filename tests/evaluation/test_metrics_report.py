@@ -70,6 +70,13 @@ def test_a_gain_whose_interval_includes_zero_is_not_called_a_gain():
     assert not t["significant"] and t["verdict"] == NOT_SIGNIFICANT
 
 
+def test_one_discordant_game_is_not_significant_and_says_why():
+    t = paired_test(discordant(1, 0, ties=0), "react", "refiner+react", resamples=200)
+    assert t["ci"] == pytest.approx([-1.0, -1.0])  # one game: an interval without width
+    assert t["p_value"] == pytest.approx(1.0) and not t["significant"]
+    assert t["verdict"] == "no significant difference (exact McNemar p = 1 >= 0.05)"
+
+
 def test_unpaired_seeds_are_left_out_of_the_pairing():
     records = discordant(0, 2) + [rec("react", 99, True)]
     assert paired_test(records, "react", "refiner+react")["n"] == 5

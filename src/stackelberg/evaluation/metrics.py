@@ -115,9 +115,10 @@ def verdict(interval: Interval, p_value: float | None = None) -> tuple[bool, str
     """Whether a difference is reported as one, and the words for it."""
     if p_value is None and interval.n < MIN_UNITS:
         return False, f"too few to conclude (n={interval.n} < {MIN_UNITS})"
-    significant = not interval.includes_zero() and (p_value is None or p_value < ALPHA)
-    if not significant:
+    if interval.includes_zero():
         return False, NOT_SIGNIFICANT
+    if p_value is not None and p_value >= ALPHA:  # e.g. one discordant game: no interval width
+        return False, f"no significant difference (exact McNemar p = {p_value:.2g} >= {ALPHA})"
     return True, "gain" if interval.estimate > 0 else "loss"
 
 
