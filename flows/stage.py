@@ -72,7 +72,8 @@ def run_stage(stage: str, game: str = "all") -> dict[str, Any]:
         fingerprint = hashlib.sha256(
             json.dumps(
                 {
-                    "params": ctx.section_dump(),
+                    # all of params: a stage reads other sections too (grpo: score, sample)
+                    "params": ctx.params.model_dump(mode="json"),
                     "inputs": _digest(ctx.inputs),
                     "code": _digest([Path(module.__file__), LIBRARY]),
                 },

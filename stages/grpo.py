@@ -9,6 +9,7 @@ of the MLflow registered model ``refiner-GAME``.
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -19,7 +20,7 @@ from stackelberg.agents.refiner import parse_refiner_output
 from stackelberg.datasets import read_dataset
 from stackelberg.persuasion.candidates import refiner_prompt
 from stackelberg.persuasion.measurer import measure
-from stackelberg.training.grpo import GRPOSettings, train_refiner
+from stackelberg.training.grpo import GRPOSettings, train_refiner, write_adapter
 from stages._data import rows_and_views
 from stages.sample import sample_settings
 from stages.score import reward_config
@@ -63,23 +64,28 @@ def work(ctx, item) -> dict:
         return rewards
 
     settings = GRPOSettings(**ctx.section.model_dump())
-    result = train_refiner(
-        refiner_cfg.model,
-        prompts,
-        {"instance_id": [r["instance_id"] for r in rows]},
-        reward_fn,
-        settings,
-        ctx.path(),
-    )
-    summary = {
-        "history": result.history,
-        "steps": result.steps,
-        "generation_s": result.generation_s,
-        "reward_s": result.reward_s,
-        "prompts": len(prompts),
-    }
-    (Path(result.adapter_dir) / HISTORY).write_text(json.dumps(summary, indent=1))
-    return summary
+    ctx.path().parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".grpo-", dir=ctx.path().parent) as scratch:
+        result = train_refiner(
+            refiner_cfg.model,
+            prompts,
+            {"instance_id": [r["instance_id"] for r in rows]},
+            reward_fn,
+            settings,
+            Path(scratch) / "adapter",
+        )
+        summary = {
+            "history": result.history,
+            "steps": result.steps,
+            "generation_s": result.generation_s,
+            "reward_s": result.reward_s,
+            "prompts": len(prompts),
+        }
+        (Path(result.adapter_dir) / HISTORY).write_text(json.dumps(summary, indent=1))
+        # The files travel in the (persisted) result: `dvc repro` deletes the stage's
+        # outputs before rerunning it, so a cached result must not point at them.
+        files = {f.name: f.read_bytes() for f in Path(result.adapter_dir).iterdir()}
+    return {**summary, "adapter_files": files}
 
 
 def finish(ctx, results) -> dict:
@@ -87,8 +93,7 @@ def finish(ctx, results) -> dict:
 
     res = results[0]
     adapter = ctx.path()
-    if not (adapter / "adapter_config.json").exists():
-        raise FileNotFoundError(f"{adapter}: the trained adapter is missing; rerun the stage")
+    write_adapter(res["adapter_files"], adapter)
     for step, metrics in enumerate(res["history"], 1):
         mlflow.log_metrics(
             {f"train/{k}": float(v) for k, v in metrics.items() if isinstance(v, int | float)},

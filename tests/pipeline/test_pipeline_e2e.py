@@ -175,3 +175,27 @@ def test_a_stage_killed_halfway_resumes_without_redoing_finished_items(project):
     rerun = sh([sys.executable, "-m", "stages.label", "onuw"], root, env)
     assert "items=2" in rerun.stderr and "items_cached=1" in rerun.stderr, rerun.stderr[-2000:]
     assert read_dataset(root / "data/intents/onuw.parquet", "intents").height >= 1
+
+
+def test_a_forced_rerun_reuses_finished_training_and_a_reward_change_retrains(project):
+    """`dvc repro` deletes a stage's outputs before rerunning it: a finished (cached) GRPO
+    item must still produce the adapter. A change in another section the stage reads
+    (score.variant) must not be served from that cache. Werewolf: the tests above changed
+    ONUW's intents."""
+    root, env = project["root"], project["env"]
+    changed = (root / "params.yaml").read_text()  # as the tests above left it
+    shutil.copy(ROOT / "tests/pipeline/micro_params.yaml", root / "params.yaml")
+    adapter = root / "models/refiner/werewolf/adapter_model.safetensors"
+    trained = adapter.read_bytes()
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    try:
+        forced = sh(["dvc", "repro", "-f", "-s", "grpo@werewolf"], root, env)
+        assert "items_cached=1" in forced.stdout + forced.stderr, forced.stderr[-2000:]
+        assert adapter.read_bytes() == trained
+        params["score"]["variant"] = "pos_only"
+        (root / "params.yaml").write_text(yaml.safe_dump(params))
+        rerun = sh([sys.executable, "-m", "stages.grpo", "werewolf"], root, env)
+        assert "items_cached=0" in rerun.stderr, rerun.stderr[-2000:]
+        assert (root / "models/refiner/werewolf/adapter_config.json").exists()
+    finally:
+        (root / "params.yaml").write_text(changed)

@@ -216,3 +216,19 @@ def test_wrong_reward_count_fails_and_leaves_nothing(embedded_base, tmp_path):
     with pytest.raises(ValueError, match="returned 1 values for 2 completions"):
         train_refiner(embedded_base, PROMPTS[:1], {}, lambda completions: [0.0], one_short, out)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_write_adapter_replaces_a_previous_adapter_and_refuses_other_folders(tmp_path):
+    from stackelberg.training.grpo import write_adapter
+
+    out = tmp_path / "refiner"
+    write_adapter({"adapter_config.json": b"{}", "adapter_model.safetensors": b"v1"}, out)
+    write_adapter({"adapter_config.json": b"{}", "adapter_model.safetensors": b"v2"}, out)
+    assert (out / "adapter_model.safetensors").read_bytes() == b"v2"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["refiner"]  # nothing left beside it
+    with pytest.raises(ValueError, match="no adapter_config.json"):
+        write_adapter({"adapter_model.safetensors": b"v3"}, out)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not a PEFT adapter folder"):
+        write_adapter({"adapter_config.json": b"{}"}, tmp_path / "notes")

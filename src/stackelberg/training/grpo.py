@@ -382,6 +382,24 @@ def _check_replaceable(out: Path) -> None:
         )
 
 
+def write_adapter(files: dict[str, bytes], output_dir: str | Path) -> Path:
+    """Write an adapter's files (name -> bytes) to ``output_dir`` atomically, replacing a
+    previous adapter there."""
+    out = Path(output_dir).expanduser()
+    if "adapter_config.json" not in files:
+        raise ValueError(f"{out}: not a PEFT adapter (no adapter_config.json among its files)")
+    _check_replaceable(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        for name, data in files.items():
+            (staged / name).write_bytes(data)
+        _replace_dir(staged, out)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+    return out
+
+
 def _replace_dir(staged: Path, out: Path) -> None:
     """Move ``staged`` to ``out``; a previous ``out`` is moved aside first, then deleted."""
     old = None
