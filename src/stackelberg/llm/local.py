@@ -544,6 +544,12 @@ class LocalBackend(Backend):
         self._check_length(longest, "scoring context + candidate + response")
         return ctx, cands, resps
 
+    def _additive_mask(self, allowed: torch.Tensor) -> torch.Tensor:
+        """An attention bias from a boolean mask: 0 where allowed, the dtype's minimum not."""
+        return torch.zeros(allowed.shape, dtype=self.lm.dtype).masked_fill(
+            ~allowed, torch.finfo(self.lm.dtype).min
+        )
+
     def _tree_forward(
         self, cache: Any, prefix_len: int, segments: list[list[int]], parents: list[int | None]
     ) -> torch.Tensor:
@@ -573,9 +579,7 @@ class LocalBackend(Backend):
             parent = parents[i]
             starts.append(prefix_len if parent is None else starts[parent] + lengths[parent])
             pieces.append(starts[i] + torch.arange(n))
-        mask = torch.zeros(allowed.shape, dtype=self.lm.dtype).masked_fill(
-            ~allowed, torch.finfo(self.lm.dtype).min
-        )
+        mask = self._additive_mask(allowed)
         ids = torch.tensor([[t for s in segments for t in s]], dtype=torch.long)
         hidden, cache = self._forward(
             ids, cache, mask[None, None].to(self.device), torch.cat(pieces)[None].to(self.device)
@@ -677,9 +681,7 @@ class LocalBackend(Backend):
                 causal = torch.ones((n, n), dtype=torch.bool).tril()
                 allowed[r, at : at + n, prompt + at : prompt + at + n] = causal
                 at += n
-        bias = torch.zeros(allowed.shape, dtype=self.lm.dtype).masked_fill(
-            ~allowed, torch.finfo(self.lm.dtype).min
-        )
+        bias = self._additive_mask(allowed)
         hidden, _ = self._forward(
             ids, cache, bias[:, None].to(self.device), positions.to(self.device)
         )
