@@ -104,8 +104,12 @@ class StageContext:
         return [self.path(s) for s in INPUTS[self.stage]]
 
     def llm(self, role: str):
-        """The backend of ``models.<role>`` (backend, refiner or measurer)."""
+        """The backend of ``models.<role>`` (refiner or measurer; one model)."""
         return get_llm(getattr(self.params.models, role))
+
+    def model(self, config: LLMConfig):
+        """The backend of one model config (e.g. the one a game drew from a list)."""
+        return get_llm(config)
 
     def progress(self, total: int, desc: str):
         from tqdm import tqdm

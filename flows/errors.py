@@ -29,6 +29,9 @@ def quiet_prefect() -> None:
 def run_cli(stage: str, game: str) -> int:
     quiet_prefect()
     try:
+        from flows.context import current_params
+
+        current_params()  # a params file that cannot work stops here, before Prefect starts
         from flows.stage import run_stage
 
         metrics = run_stage(stage, game)

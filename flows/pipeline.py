@@ -113,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     quiet_prefect()
     try:
+        from flows.context import current_params
+
+        current_params()  # a params file that cannot work stops here, before Prefect starts
         pipeline(args.targets or None, args.force)
     except (*USER_ERRORS, PipelineError) as exc:
         print(f"pipeline: error: {exc}", file=sys.stderr)

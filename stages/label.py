@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from stackelberg.datasets import from_rows, read_dataset, write_dataset
+from stackelberg.llm import LLMConfig
+from stackelberg.params import draw_model
 from stackelberg.persuasion.intents import LabelSettings, label_views
 from stages._data import batches, rows_and_views, seed_of, settings_from
 
@@ -19,10 +21,33 @@ def plan(ctx) -> list[dict]:
 def work(ctx, item) -> dict:
     rows, views = rows_and_views(ctx, "instances", item["ids"])
     s = settings(ctx)
-    labels = label_views(ctx.llm("backend"), views, s, [seed_of(r["instance_id"]) for r in rows])
+    # Each instance's game draws its labeler (a list of models), as self-play draws players.
+    by_model: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        by_model.setdefault(
+            draw_model(ctx.params.models.backend, row["seed"]).model_dump_json(), []
+        ).append(i)
+    labels: list = [None] * len(rows)
+    labeler_of: list[str] = [""] * len(rows)
+    for key, idx in by_model.items():
+        config = LLMConfig.model_validate_json(key)
+        got = label_views(
+            ctx.model(config),
+            [views[i] for i in idx],
+            s,
+            [seed_of(rows[i]["instance_id"]) for i in idx],
+        )
+        for i, lab in zip(idx, got, strict=True):
+            labels[i], labeler_of[i] = lab, config.model
     kept = [
-        {**row, "desired": lab.desired, "undesired": lab.undesired, "label_attempts": lab.attempts}
-        for row, lab in zip(rows, labels, strict=True)
+        {
+            **row,
+            "desired": lab.desired,
+            "undesired": lab.undesired,
+            "label_attempts": lab.attempts,
+            "labeler_model": labeler,
+        }
+        for row, lab, labeler in zip(rows, labels, labeler_of, strict=True)
         if lab.complete(s.k)
     ]
     return {"rows": kept, "total": len(rows), "attempts": sum(lab.attempts for lab in labels)}

@@ -5,13 +5,17 @@ from __future__ import annotations
 import polars as pl
 
 from stackelberg.datasets import from_rows, read_dataset, write_dataset
-from stackelberg.persuasion.measurer import measure
+from stackelberg.persuasion.measurer import MeasurerContext, measure
 from stackelberg.persuasion.reward import RewardConfig
 from stages._data import batches, rows_and_views, settings_from
 
 
 def reward_config(section) -> RewardConfig:
     return settings_from(RewardConfig, section)
+
+
+def measurer_context(section) -> MeasurerContext:
+    return settings_from(MeasurerContext, section)
 
 
 def plan(ctx) -> list[dict]:
@@ -23,14 +27,13 @@ def work(ctx, item) -> list[dict]:
     cands = read_dataset(ctx.path("sample"), "candidates").filter(
         pl.col("instance_id").is_in(item["ids"])
     )
-    cfg = reward_config(ctx.section)
+    cfg, context = reward_config(ctx.section), measurer_context(ctx.section)
     llm = ctx.llm("measurer")
     out = []
     for row, view in zip(rows, views, strict=True):
         mine = cands.filter(pl.col("instance_id") == row["instance_id"]).sort("candidate_index")
-        parts, cut = measure(
-            llm, view, mine["candidate"].to_list(), row["desired"], row["undesired"], cfg
-        )
+        texts = context.texts(mine["refiner_output"].to_list(), mine["candidate"].to_list())
+        parts, cut = measure(llm, view, texts, row["desired"], row["undesired"], cfg, context)
         for c, p in zip(mine.iter_rows(named=True), parts, strict=True):
             d = p.as_dict()
             out.append(

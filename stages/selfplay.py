@@ -9,6 +9,7 @@ from stackelberg.agents import LLM_AGENT_KINDS, make_agent, seat_agents
 from stackelberg.agents.runner import Table, play_tables
 from stackelberg.datasets import from_rows, write_dataset
 from stackelberg.games import make_game
+from stackelberg.params import draw_model
 
 
 def plan(ctx) -> list[dict]:
@@ -26,18 +27,30 @@ def work(ctx, item) -> list[dict]:
     options = p.options
     probe = make_game(ctx.game, options).reset(item["seeds"][0])
     kinds = seat_agents(p.agents, probe.n_players)
-    llm = ctx.llm("backend") if any(k in LLM_AGENT_KINDS for k in kinds) else None
-    tables = [
-        Table(make_game(ctx.game, options), [make_agent(k, ctx.game, llm=llm) for k in kinds], s)
-        for s in item["seeds"]
-    ]
-    records = play_tables(tables, llm)
+    uses_llm = any(k in LLM_AGENT_KINDS for k in kinds)
+    routes: dict[str, object] = {}
+    tables = []
+    for seed in item["seeds"]:
+        route = None
+        if uses_llm:  # each game draws its players' model, as the paper draws its backend
+            config = draw_model(ctx.params.models.player, seed)
+            route = config.model_dump_json()
+            routes.setdefault(route, ctx.model(config))
+        agents = [
+            make_agent(k, ctx.game, llm=routes[route], route=route, **p.agent_options())
+            if k in LLM_AGENT_KINDS
+            else make_agent(k, ctx.game)
+            for k in kinds
+        ]
+        tables.append(Table(make_game(ctx.game, options), agents, seed))
+    records = play_tables(tables, routes or None)
     return [
         {
             "game": ctx.game,
             "seed": rec["seed"],
             "winner": rec["result"]["winner"],
             "agents": ",".join(kinds),
+            "models": ",".join(seat.get("model") or "" for seat in rec["players"]),
             "record": json.dumps(rec),
             "speech_turns": json.dumps(table.speech_turns),
         }

@@ -11,6 +11,7 @@ from typing import Any
 
 from stackelberg.agents import LLM_AGENT_KINDS, make_agent, seat_agents
 from stackelberg.agents.human import HumanAgent, HumanQuit
+from stackelberg.agents.prompting import narrate
 from stackelberg.agents.runner import Table, play_tables
 from stackelberg.games import GAMES, Game, GameError, make_game
 from stackelberg.io import atomic_writer
@@ -68,13 +69,8 @@ def transcript(game: Game) -> str:
         if header != last_phase:
             lines.append(f"--- {ev.phase} {ev.round} ---")
             last_phase = header
-        text = game.describe_event(ev, -1)
-        if not text:
-            continue
-        if ev.visible_to != "all":
-            who = ", ".join(f"Player {p + 1}" for p in ev.visible_to) or "nobody"
-            text = f"({who} only) {text}"
-        lines.append(text)
+        if text := narrate(game, ev):
+            lines.append(text)
     return "\n".join(lines + result_lines(game))
 
 

@@ -23,6 +23,8 @@ INSTANCE = {
     "speaker_role": pl.String,
     "follower": pl.Int64,
     "follower_role": pl.String,
+    "speaker_model": pl.String,  # the self-play model of the seat ("" without an LLM)
+    "follower_model": pl.String,
     "phase": pl.String,
     "round": pl.Int64,
     "base_utterance": pl.String,
@@ -34,6 +36,7 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
         "seed": pl.Int64,
         "winner": pl.String,
         "agents": pl.String,
+        "models": pl.String,  # the model of each seat, comma-separated ("" without an LLM)
         "record": pl.String,  # the game record of DESIGN.md as JSON
         "speech_turns": pl.String,  # JSON [[event index, speaker, follower or null], ...]
     },
@@ -43,6 +46,7 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
         "desired": pl.List(pl.String),
         "undesired": pl.List(pl.String),
         "label_attempts": pl.Int64,
+        "labeler_model": pl.String,
     },
     "candidates": {
         "instance_id": pl.String,

@@ -9,11 +9,18 @@ changes a shared value for every game.
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
 from stackelberg.llm.config import Dtype, LLMConfig
 
@@ -28,8 +35,38 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class WeightedLLMConfig(LLMConfig):
+    """One model of a list: drawn for a game with probability proportional to ``weight``."""
+
+    weight: float = Field(1.0, gt=0, description="relative chance of this model per game")
+
+    def config(self) -> LLMConfig:
+        return LLMConfig(**self.model_dump(exclude={"weight"}))
+
+
+#: a model, or a list of weighted models of which each game draws one (from its seed)
+ModelEntry = LLMConfig | list[WeightedLLMConfig]
+
+
+def entry_models(entry: ModelEntry) -> list[LLMConfig]:
+    """Every model an entry may use."""
+    return [m.config() for m in entry] if isinstance(entry, list) else [entry]
+
+
+def draw_model(entry: ModelEntry, seed: int) -> LLMConfig:
+    """The model of the game with this seed: the same seed always draws the same model, so
+    paired conditions (X and refiner+X on one seed) meet the same model."""
+    if not isinstance(entry, list):
+        return entry
+    rng = random.Random(f"model:{seed}")
+    return rng.choices(entry, weights=[m.weight for m in entry])[0].config()
+
+
 class ModelsParams(Section):
-    backend: LLMConfig = Field(default_factory=LLMConfig, description="intent labeling LLM")
+    backend: ModelEntry = Field(
+        default_factory=LLMConfig,
+        description="intent labeling LLM (a list: each instance's game draws one)",
+    )
     refiner: LLMConfig = Field(
         default_factory=lambda: LLMConfig(model="models/base"),
         description="the Refiner's base model (local backend: GRPO trains a LoRA on it)",
@@ -38,14 +75,48 @@ class ModelsParams(Section):
         default_factory=lambda: LLMConfig(model="models/base"),
         description="the Measurer that plays the follower and scores responses",
     )
-    player: LLMConfig = Field(
+    player: ModelEntry = Field(
         default_factory=lambda: LLMConfig(model="models/base"),
-        description="the LLM players (direct, react) of the evaluation tournaments; they "
-        "choose by scoring options, so not the anthropic backend",
+        description="the LLM players (direct, react) of self-play and of the tournaments "
+        "(a list: each game draws one)",
     )
 
+    @field_validator("backend", "player")
+    @classmethod
+    def _not_empty(cls, value: ModelEntry) -> ModelEntry:
+        if isinstance(value, list) and not value:
+            raise ValueError("an empty list of models; give one model or several")
+        return value
 
-class SelfplayParams(Section):
+
+class PlayerParams(Section):
+    """How the LLM players of a stage play (self-play, tournaments)."""
+
+    choice: Literal["auto", "score", "generate"] = Field(
+        "auto",
+        description="how LLM players choose among legal options: score each option (needs "
+        "log-probabilities), generate an answer to a numbered list, or auto (score where the "
+        "model can)",
+    )
+    max_choice_attempts: int = Field(
+        3, ge=1, description="generate: answers asked for before a random legal option"
+    )
+    speech_tokens: int = Field(32, ge=4, description="LLM players: new tokens per speech")
+    thought_tokens: int = Field(40, ge=4, description="react players: new tokens per thought")
+    max_prompt_tokens: int = Field(512, ge=128, description="LLM players: prompt budget")
+
+    def agent_options(self) -> dict[str, Any]:
+        """The keyword arguments of an LLM agent."""
+        return {
+            "choice": self.choice,
+            "max_choice_attempts": self.max_choice_attempts,
+            "speech_tokens": self.speech_tokens,
+            "thought_tokens": self.thought_tokens,
+            "max_prompt_tokens": self.max_prompt_tokens,
+        }
+
+
+class SelfplayParams(PlayerParams):
     games: int = Field(20, ge=1, description="games per game type")
     seed: int = Field(0, description="seed of the first game; game i uses seed + i")
     agents: str = Field("scripted", description="agent kind for all seats, or one per seat")
@@ -62,7 +133,14 @@ class SelectParams(Section):
 
 class LabelParams(Section):
     k: int = Field(3, ge=1, description="desired and undesired responses per instance")
-    full_information: bool = Field(True, description="the labeler sees every role (paper)")
+    full_information: bool = Field(
+        True, description="the labeler sees every role (paper); false: the speaker's view (release)"
+    )
+    show_base_utterance: bool = Field(
+        True,
+        description="the labeler reads the speech it labels (false: the release labels "
+        "before the speaker talks)",
+    )
     scheme: Literal["per_response", "json"] = Field(
         "per_response", description="one generation per response (small models) or one JSON"
     )
@@ -85,6 +163,16 @@ class SampleParams(Section):
 
 class ScoreParams(Section):
     variant: Literal["full", "pos_only", "neg_only"] = "full"
+    follower_history: Literal["own_view", "global_log"] = Field(
+        "own_view",
+        description="what the Measurer's follower has seen: its own view of the game, or "
+        "the release's global log (every event, private ones marked with who saw them)",
+    )
+    candidate_text: Literal["parsed", "raw"] = Field(
+        "parsed",
+        description="the speaker's line the follower reads: the parsed utterance, or the "
+        "release's raw Refiner completion",
+    )
     aggregation: Literal["mean", "sum"] = Field("mean", description="release: mean; summary: sum")
     clamp: float = Field(50.0, gt=0)
     free_words: int = Field(100, ge=0)
@@ -111,7 +199,7 @@ class GRPOParams(Section):
     use_vllm: bool = Field(False, description="TRL generation through vLLM (GPU only)")
 
 
-class EvaluateParams(Section):
+class EvaluateParams(PlayerParams):
     n: int = Field(4, ge=1, description="candidates per held-out instance and Refiner")
     bootstrap: int = Field(2000, ge=100, description="bootstrap resamples for the intervals")
     seed: int = 0
@@ -128,12 +216,9 @@ class EvaluateParams(Section):
     options: dict[str, Any] = Field(
         default_factory=dict, description="game options of the tournament"
     )
-    speech_tokens: int = Field(32, ge=4, description="LLM players: new tokens per speech")
-    thought_tokens: int = Field(40, ge=4, description="react players: new tokens per thought")
     refiner_dtype: Dtype = Field(
         "auto", description="the trained Refiner's dtype in tournaments (local; int8: CPU)"
     )
-    max_prompt_tokens: int = Field(512, ge=128, description="LLM players: prompt budget")
     batch_games: int = Field(
         256, ge=1, description="tables played at once (their LLM calls batched together)"
     )
@@ -226,4 +311,61 @@ def load_params(path: str | Path = "params.yaml") -> Params:
     for game in params.games:
         for section in STAGE_SECTIONS:
             params.for_game(section, game)
+    try:
+        check_pairings(params)
+    except ParamsError as err:
+        raise ParamsError(f"{path}: {err}") from None
     return params
+
+
+def _where(role: str, entry: ModelEntry, i: int) -> str:
+    return f"models.{role}[{i}]" if isinstance(entry, list) else f"models.{role}"
+
+
+def check_pairings(params: Params) -> None:
+    """Refuse, before anything starts, what cannot work: a role on a backend that cannot do
+    what the role needs, and agents that do not exist or do not fit the game."""
+    from stackelberg.agents import LLM_AGENT_KINDS, seat_agents
+    from stackelberg.evaluation.tournament import build_agent
+    from stackelberg.games import ConfigError, make_game
+
+    models = params.models
+    if not models.measurer.can_score():
+        raise ParamsError(
+            f"models.measurer: the Measurer scores responses by their log-probabilities, but "
+            f"the {models.measurer.describe()} gives none; use a local model or a vLLM server "
+            "(backend: openai)"
+        )
+    if models.refiner.backend != "local":
+        raise ParamsError(
+            f"models.refiner: GRPO trains the Refiner's weights, so it must be a local model "
+            f"(backend: local), not the {models.refiner.describe()}"
+        )
+    for game in params.games:
+        for stage in ("selfplay", "evaluate"):
+            section = params.for_game(stage, game)
+            if section.choice != "score":
+                continue
+            for i, config in enumerate(entry_models(models.player)):
+                if not config.can_score():
+                    raise ParamsError(
+                        f"{_where('player', models.player, i)}: {stage}.choice is 'score' "
+                        f"({game}), but the {config.describe()} gives no log-probabilities; "
+                        "set choice: auto or generate, or use a model that can score"
+                    )
+        selfplay, evaluate = params.for_game("selfplay", game), params.for_game("evaluate", game)
+        try:
+            n = make_game(game, selfplay.options).reset(selfplay.seed).n_players
+            for kind in seat_agents(selfplay.agents, n):
+                build_agent(kind, game, {"default": _NoModel()} if kind in LLM_AGENT_KINDS else {})
+            for condition in (*evaluate.conditions, evaluate.opponent):
+                build_agent(condition, game, {"default": _NoModel(), "refiner": _NoModel()})
+            make_game(game, evaluate.options)
+        except ConfigError as err:
+            raise ParamsError(f"{game}: {err}") from None
+
+
+class _NoModel:
+    """A stand-in backend for checking agent names without loading a model."""
+
+    name, model, can_score, context_window = "check", "check", True, 4096

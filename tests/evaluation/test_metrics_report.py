@@ -123,7 +123,16 @@ def tiny_metrics() -> dict:
 
 def test_metrics_json_layout(tiny_metrics):
     m = json.loads(json.dumps(tiny_metrics))  # JSON-ready
-    assert set(m) == {"version", "game", "opponent", "seeds", "conditions", "paired", "reward"}
+    assert set(m) == {
+        "version",
+        "game",
+        "opponent",
+        "seeds",
+        "conditions",
+        "choices",
+        "paired",
+        "reward",
+    }
     assert (m["version"], m["game"], m["opponent"], m["seeds"]) == (
         1,
         "avalon",

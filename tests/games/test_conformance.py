@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from record_checks import check_record
 
 from stackelberg.agents import make_agent
 from stackelberg.agents.runner import agent_rng
@@ -44,27 +45,6 @@ def drive(name: str, kind: str, seed: int):
         )
         game.step(agents[d.player].act(d))
     return game
-
-
-def check_record(rec: dict, name: str) -> None:
-    assert rec["game"] == name
-    assert set(rec) == {"game", "seed", "config", "players", "events", "result"}
-    n = len(rec["players"])
-    assert [p["id"] for p in rec["players"]] == list(range(n))
-    for p in rec["players"]:
-        assert set(p) == {"id", "name", "role", "team", "agent"}
-        assert p["role"] == p["role"].lower() and " " not in p["role"]
-    for ev in rec["events"]:
-        assert set(ev) == {"type", "phase", "round", "player", "visible_to", "data"}
-        assert ev["player"] is None or 0 <= ev["player"] < n
-        assert ev["visible_to"] == "all" or all(0 <= i < n for i in ev["visible_to"])
-        assert isinstance(ev["round"], int) and isinstance(ev["phase"], str)
-        if ev["type"] == "speech":
-            assert set(ev["data"]) == {"text"} and ev["visible_to"] == "all"
-    res = rec["result"]
-    assert {"winner", "winners", "reason"} <= set(res)
-    assert set(res["winners"]) <= set(range(n))
-    assert json.loads(json.dumps(rec)) == rec
 
 
 @pytest.mark.parametrize("kind", ["random", "scripted"])

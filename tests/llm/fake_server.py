@@ -4,6 +4,10 @@ Tokens are characters (id = code point, BOS = 1), and the log-probability of tok
 token p is a fixed function, so tests know every expected value. Faults can be queued per
 path ("429", "500", "529", "hang", "badjson", "401", "400ctx") or attached to prompts that
 contain a marker string (a fault that never clears).
+
+By default chat answers echo the prompt; ``answer`` replaces them with a function of the
+conversation (``game_policy.play_answer`` plays games), and ``models`` lists the model
+names served (several API models behind one loopback server).
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ class FakeServer:
         self.faults: dict[str, list[str]] = {}
         self.poison: dict[str, str] = {}  # marker in the prompt -> fault, every time
         self.requests: list[tuple[str, dict[str, Any]]] = []
+        #: (system text or None, messages, sample index) -> the assistant's answer
+        self.answer: Any = None
+        self.models: set[str] = {MODEL}
         self.hang_s = 1.0
         self.delay_s = 0.0
         self.inflight = 0
@@ -141,7 +148,7 @@ class FakeServer:
             def route(self, body: dict[str, Any]) -> None:
                 model = body.get("model")
                 if self.path in ("/v1/chat/completions", "/v1/completions", "/v1/messages"):
-                    if model != MODEL:
+                    if model not in server.models:
                         err = {
                             "type": "not_found_error",
                             "message": f"The model `{model}` does not exist.",
@@ -163,7 +170,7 @@ class FakeServer:
                     choices = [
                         {
                             "index": i,
-                            "message": {"role": "assistant", "content": self.text(last, body, i)},
+                            "message": {"role": "assistant", "content": self.chat(body, i)},
                         }
                         for i in range(body.get("n", 1))
                     ]
@@ -193,6 +200,8 @@ class FakeServer:
                 elif self.path == "/v1/messages":
                     last = body["messages"][-1]["content"]
                     text = f"claude:{last[-12:]}|sys={body.get('system')}|stop={body.get('stop_sequences')}"
+                    if server.answer is not None:
+                        text = server.answer(body.get("system"), body["messages"], 0)
                     self.send(
                         200,
                         {
@@ -208,6 +217,14 @@ class FakeServer:
                     )
                 else:
                     self.send(404, {"error": {"message": f"no route {self.path}"}})
+
+            def chat(self, body: dict[str, Any], i: int) -> str:
+                messages = body["messages"]
+                if server.answer is None:
+                    return self.text(messages[-1]["content"], body, i)
+                system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+                rest = [m for m in messages if m["role"] != "system"]
+                return server.answer(system or None, rest, i)
 
             @staticmethod
             def text(prompt: str, body: dict[str, Any], i: int) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from stackelberg.llm.local import cut_at_stop, sample_seed, sample_tokens
@@ -42,22 +43,13 @@ def test_cut_at_stop_and_seeds():
 
 
 def test_own_work_does_not_count_as_other_processes_load():
-    import threading
+    """Known tick counts, not the live machine (its load comes and goes with other work)."""
+    from stackelberg.llm.local import busy_cores_elsewhere
 
-    from stackelberg.llm.local import _busy_elsewhere
-
-    a = torch.randn(400, 400)
-    done = threading.Event()
-
-    def spin():
-        while not done.is_set():
-            a @ a
-
-    worker = threading.Thread(target=spin)
-    worker.start()
-    try:
-        busy = _busy_elsewhere(window=0.5)
-    finally:
-        done.set()
-        worker.join()
-    assert busy < 0.7  # our own busy thread is not someone else's load
+    # 2 cores, 200 ticks pass: 180 busy of which 160 are ours -> 20 ticks of others'.
+    assert busy_cores_elsewhere((1000, 400, 50), (1200, 580, 210), cores=2) == pytest.approx(0.2)
+    # All the busy time is our own: nobody else is busy.
+    assert busy_cores_elsewhere((0, 0, 0), (200, 200, 200), cores=2) == 0.0
+    # Another process held one core the whole time while we held the other.
+    assert busy_cores_elsewhere((0, 0, 0), (200, 200, 100), cores=2) == pytest.approx(1.0)
+    assert busy_cores_elsewhere((5, 5, 5), (5, 5, 5), cores=2) == 0.0  # no time passed

@@ -49,6 +49,11 @@ class Agent:
         """Return a legal action for ``decision`` (or a generator of LLM requests)."""
         raise NotImplementedError
 
+    def seat_facts(self) -> dict[str, Any]:
+        """What the game record keeps about this seat's play beyond its agent kind (an LLM
+        player: its model and how it chose); empty for agents without an LLM."""
+        return {}
+
 
 class RandomAgent(Agent):
     """Uniform over legal options; a fixed short line when asked to speak."""

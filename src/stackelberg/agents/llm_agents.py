@@ -1,9 +1,18 @@
 """LLM players: ``direct`` (one prompt, then the act) and ``react`` (a thought, then the act).
 
-Free speech is generated; every choice among legal options (votes, targets, teams, night
-actions) is made by scoring each option's words as the answer and taking the most likely,
-so an LLM player can never make an illegal move. ``act`` returns a generator of LLM
-requests, so that the runner batches the requests of many tables together.
+Free speech is generated. A choice among legal options (votes, targets, teams, night
+actions) is made in one of two ways (``choice``):
+
+- ``score``: each option's words are scored as the answer and the most likely is taken
+  (one batched forward; needs a backend with log-probabilities);
+- ``generate``: the options are shown as a numbered list and the player answers in words
+  (API chat models); an answer that names no legal option is asked again with a one-line
+  reason, at most ``max_choice_attempts`` times, then a seeded random legal option is taken
+  and counted in ``invalid_choices``;
+- ``auto`` (default): ``score`` where the backend can score, else ``generate``.
+
+Either way every move is legal. ``act`` returns a generator of LLM requests, so that the
+runner batches the requests of many tables together.
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ from collections.abc import Generator
 from typing import Any
 
 from stackelberg.agents.base import Agent
+from stackelberg.agents.choice import CHOICE_MODES, choice_question, parse_choice, reask
 from stackelberg.agents.prompting import (
     SPEECH_STYLE,
     PromptSpec,
@@ -21,7 +31,8 @@ from stackelberg.agents.prompting import (
     player_spec,
     speech_question,
 )
-from stackelberg.games.base import Decision
+from stackelberg.agents.runner import Routed
+from stackelberg.games.base import ConfigError, Decision
 from stackelberg.llm import GenerateRequest, ScoreRequest
 
 FALLBACK_SPEECH = "I have nothing to add for now."
@@ -44,8 +55,30 @@ class LLMAgent(Agent):
         temperature: float = 0.7,
         top_p: float = 0.9,
         thought_tokens: int = 40,
+        choice: str = "auto",
+        max_choice_attempts: int = 3,
+        choice_tokens: int = 24,
+        route: str | None = None,
     ) -> None:
+        if choice not in CHOICE_MODES:
+            raise ConfigError(f"choice: {choice!r}; choose one of: {', '.join(CHOICE_MODES)}")
+        if choice == "score" and not getattr(llm, "can_score", True):
+            raise ConfigError(
+                f"choice: score needs log-probabilities, which the {llm.name} backend "
+                f"({llm.model}) does not give; use choice: generate or auto"
+            )
+        if max_choice_attempts < 1:
+            raise ConfigError(f"max_choice_attempts must be at least 1, got {max_choice_attempts}")
         self.llm = llm
+        self.choice = (
+            choice
+            if choice != "auto"
+            else ("score" if getattr(llm, "can_score", True) else "generate")
+        )
+        self.max_choice_attempts = max_choice_attempts
+        self.choice_tokens = choice_tokens
+        #: the backend route of this player's requests (None: the table's default backend)
+        self.route = route
         self.max_prompt_tokens = max_prompt_tokens
         self.speech_tokens = speech_tokens
         self.thought_tokens = thought_tokens  # react only: its thought before each act
@@ -56,6 +89,21 @@ class LLMAgent(Agent):
         super().setup(game, player, rng)
         self.lines: list[str] = []
         self.history_cut = 0
+        self.choice_asks = 0  # generated choices: answers asked for, re-asks included
+        self.choice_reasks = 0
+        self.invalid_choices = 0  # choices that fell back to a random legal option
+
+    def seat_facts(self) -> dict[str, Any]:
+        return {
+            "model": getattr(self.llm, "model", None),
+            "choice": self.choice,
+            "choice_asks": self.choice_asks,
+            "choice_reasks": self.choice_reasks,
+            "invalid_choices": self.invalid_choices,
+        }
+
+    def _send(self, request: Any) -> Any:
+        return request if self.route is None else Routed(self.route, request)
 
     def _refresh(self) -> None:
         for ev in self.new_events():
@@ -83,8 +131,10 @@ class LLMAgent(Agent):
     def _question(self, decision: Decision) -> str:
         if decision.options is None:
             return speech_question(self.game, self.player, decision.prompt)
-        labels = "; ".join(option_label(o, decision.kind) for o in decision.options)
-        return f"{decision.prompt}\nOptions: {labels}.\nAnswer with one option only."
+        labels = [option_label(o, decision.kind) for o in decision.options]
+        if self.choice == "generate":
+            return choice_question(decision.prompt, labels)
+        return f"{decision.prompt}\nOptions: {'; '.join(labels)}.\nAnswer with one option only."
 
     def act(self, decision: Decision) -> Generator[list[Any], list[Any], Any]:
         return self._act(decision)
@@ -102,21 +152,47 @@ class LLMAgent(Agent):
             messages = self._messages(spec, self.speech_tokens)
             [[text]] = yield [self._generate(messages, self.speech_tokens)]
             return clean_speech(text) or FALLBACK_SPEECH
-        messages = self._messages(spec, 16)
         labels = [option_label(o, decision.kind) for o in decision.options]
-        [scores] = yield [ScoreRequest(messages, labels)]
+        if self.choice == "generate":
+            index = yield from self._generated_choice(spec, labels)
+            return decision.options[index]
+        messages = self._messages(spec, 16)
+        [scores] = yield [self._send(ScoreRequest(messages, labels))]
         best = max(range(len(labels)), key=lambda i: mean(scores[i]))
         return decision.options[best]
 
-    def _generate(self, messages: list[dict], max_new_tokens: int) -> GenerateRequest:
-        return GenerateRequest(
-            messages,
-            n=1,
-            temperature=self.temperature,
-            top_p=self.top_p,
-            max_new_tokens=max_new_tokens,
-            stop=("\n",),
-            seed=self.rng.randrange(2**31),
+    def _generated_choice(
+        self, spec: PromptSpec, labels: list[str]
+    ) -> Generator[list[Any], list[Any], int]:
+        """Ask for an answer in words until it names a legal option; then a random one."""
+        reserve = self.choice_tokens * self.max_choice_attempts
+        messages = self._messages(spec, reserve)
+        for attempt in range(self.max_choice_attempts):
+            self.choice_asks += 1
+            self.choice_reasks += attempt > 0
+            [[answer]] = yield [self._generate(messages, self.choice_tokens)]
+            parsed = parse_choice(answer, labels)
+            if parsed.index is not None:
+                return parsed.index
+            messages = [
+                *messages,
+                {"role": "assistant", "content": answer.strip() or "(no answer)"},
+                {"role": "user", "content": reask(parsed.reason, len(labels))},
+            ]
+        self.invalid_choices += 1
+        return self.rng.randrange(len(labels))
+
+    def _generate(self, messages: list[dict], max_new_tokens: int) -> Any:
+        return self._send(
+            GenerateRequest(
+                messages,
+                n=1,
+                temperature=self.temperature,
+                top_p=self.top_p,
+                max_new_tokens=max_new_tokens,
+                stop=("\n",),
+                seed=self.rng.randrange(2**31),
+            )
         )
 
 

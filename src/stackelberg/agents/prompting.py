@@ -47,6 +47,21 @@ def history_lines(game: Game, viewer: int, events: Sequence[Event]) -> list[str]
     return lines
 
 
+def narrate(game: Game, event: Event) -> str | None:
+    """One line for an event as the game master's log shows it: private events name who
+    saw them ("(Player 3 only) ..."); None for events without a line."""
+    text = game.describe_event(event, -1)
+    if text and event.visible_to != "all":
+        who = ", ".join(player_name(p) for p in event.visible_to) or "nobody"
+        text = f"({who} only) {text}"
+    return text
+
+
+def global_lines(game: Game, events: Sequence[Event]) -> list[str]:
+    """Every event, one line each, as the game master saw it (``narrate``)."""
+    return [line for ev in events if (line := narrate(game, ev))]
+
+
 def identity(game: Game, player: int) -> str:
     me = game.players[player]
     role = me.role.replace("_", " ")

@@ -89,7 +89,10 @@ class Table:
         self.decisions += 1
 
     def record(self) -> dict[str, Any]:
-        return self.game.record([a.kind for a in self.agents])
+        record = self.game.record([a.kind for a in self.agents])
+        for player, agent in zip(record["players"], self.agents, strict=True):
+            player.update(agent.seat_facts())
+        return record
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,8 @@ DEFAULT_CAMPS: dict[str, tuple[str, ...]] = {
     "onuw": ("werewolf", "village"),
 }
 REFINER_PREFIX = "refiner+"
+#: how the LLM seats of a game chose by generation: answers asked, re-asks, random fallbacks
+CHOICE_COUNTS = ("choice_asks", "choice_reasks", "invalid_choices")
 DEFAULT_ROUTE = "default"
 
 Record = dict[str, Any]
@@ -91,12 +93,16 @@ def build_agent(
     llm_routes: Mapping[str, Any] | None = None,
     agent_options: Mapping[str, Any] | None = None,
     refiner_options: Mapping[str, Any] | None = None,
+    route: str = "default",
 ) -> Agent:
-    """The agent of a condition; LLM kinds get ``agent_options`` (e.g. speech_tokens)."""
+    """The agent of a condition; LLM kinds get ``agent_options`` (e.g. speech_tokens) and
+    the backend of ``route``."""
     inner, refined = parse_condition(condition)
     routes = as_routes(llm_routes)
     options = dict(agent_options or {}) if inner in LLM_AGENT_KINDS else {}
-    agent = make_agent(inner, game_name, llm=routes.get(DEFAULT_ROUTE), **options)
+    if inner in LLM_AGENT_KINDS and route != DEFAULT_ROUTE:
+        options["route"] = route
+    agent = make_agent(inner, game_name, llm=routes.get(route), **options)
     if not refined:
         return agent
     if REFINER_ROUTE not in routes:
@@ -137,6 +143,12 @@ def _summary(table: Table, condition: str, camp: str, opponent: str, seats: list
         "win": camp in winning_teams,
         "decisions": table.decisions,
     }
+    facts = [a.seat_facts() for a in table.agents]
+    for player, seat in zip(players, facts, strict=True):
+        if seat.get("model"):
+            player["model"] = seat["model"]
+    for key in CHOICE_COUNTS:
+        record[key] = sum(seat.get(key, 0) for seat in facts)
     refiners = [a for a in table.agents if isinstance(a, RefinerAgent)]
     if refiners:
         record["refined"] = sum(a.refined for a in refiners)
@@ -155,6 +167,7 @@ def play_matrix(
     refiner_options: Mapping[str, Any] | None = None,
     options: Mapping[str, Any] | None = None,
     batch_games: int = 32,
+    route_of_seed: Callable[[int], str | None] | None = None,
     keep_games: bool = False,
     on_game: Callable[[Record], None] | None = None,
 ) -> list[Record]:
@@ -162,7 +175,8 @@ def play_matrix(
 
     Returns one record per game played (see ``_summary``; with ``keep_games`` the full game
     record is under ``"game_record"``). ``llm_routes``: one backend or {"default": backend,
-    "refiner": backend}; None for agents without an LLM.
+    "refiner": backend}; None for agents without an LLM. ``route_of_seed``: the route of
+    the LLM players' backend on a seed's tables (a model drawn per game); default "default".
     """
     if batch_games < 1:
         raise ConfigError(f"batch_games must be at least 1, got {batch_games}")
@@ -173,8 +187,13 @@ def play_matrix(
         raise ConfigError(f"the opponent must be a plain agent kind, got {opponent!r}")
     for camp in camps:
         _check_camp(game_name, camp)
+
+    def route(seed: int) -> str:
+        return (route_of_seed(seed) if route_of_seed else None) or DEFAULT_ROUTE
+
     for condition in (*conditions, opponent):  # fail on bad names before any game is played
-        build_agent(condition, game_name, routes, agent_options, refiner_options)
+        for r in {route(seed) for seed in seeds} or {DEFAULT_ROUTE}:
+            build_agent(condition, game_name, routes, agent_options, refiner_options, r)
     jobs = []
     for camp in camps:
         seats_of = {seed: camp_seats(game_name, seed, camp, options) for seed in seeds}
@@ -191,6 +210,7 @@ def play_matrix(
                 routes,
                 agent_options,
                 refiner_options,
+                route(seed),
             )
             for pid in range(n)
         ]

@@ -58,6 +58,7 @@ class AnthropicBackend(Backend):
     """Claude models through ``anthropic.Anthropic``."""
 
     name = "anthropic"
+    can_score = False
 
     def __init__(
         self,

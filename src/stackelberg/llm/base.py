@@ -96,6 +96,9 @@ class Backend(ABC):
 
     #: Backend kind as named in ``LLMConfig.backend``.
     name: ClassVar[str] = "backend"
+    #: Whether ``score`` works (log-probabilities of a prompt); ``make_llm`` sets it from
+    #: the config, since one protocol (OpenAI's) is served both with and without them.
+    can_score: bool = True
 
     def __init__(self, model: str, cache: ResponseCache | None = None) -> None:
         self.model = model

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from stackelberg.llm.base import Backend
 from stackelberg.llm.cache import open_cache
@@ -17,6 +17,8 @@ from stackelberg.llm.errors import ConfigError, MissingAPIKeyError
 from stackelberg.llm.retry import RetryPolicy
 
 DEFAULT_OPENAI_BASE_URL = "http://localhost:8000/v1"  # where `vllm serve` listens
+#: hosted OpenAI-compatible APIs that return no log-probabilities of a prompt
+NO_PROMPT_LOGPROBS_HOSTS = ("api.openai.com", "generativelanguage.googleapis.com")
 
 
 #: weights of a local model ('int8': CPU only)
@@ -81,12 +83,40 @@ class LLMConfig(BaseModel):
     adapter: str | None = Field(
         None, description="local: a PEFT LoRA adapter folder merged into the model"
     )
+    scores: bool | None = Field(
+        None,
+        description="whether the model can score text (log-probabilities of a prompt): "
+        "default yes for local and for openai servers such as vLLM, no for anthropic and "
+        "for the hosted OpenAI and Gemini APIs",
+    )
     prefix_cache_mb: int = Field(
         4096,
         ge=0,
         description="local: memory for the keys/values of prompt prefixes that later prompts "
         "reuse (0: off)",
     )
+
+    @model_validator(mode="after")
+    def _anthropic_cannot_score(self) -> LLMConfig:
+        if self.backend == "anthropic" and self.scores:
+            raise ValueError("scores: the anthropic backend returns no log-probabilities")
+        return self
+
+    def can_score(self) -> bool:
+        """Whether this model can score options and responses by their log-probabilities."""
+        if self.scores is not None:
+            return self.scores
+        if self.backend == "anthropic":
+            return False
+        if self.backend == "openai":
+            url = self.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
+            return not any(host in url for host in NO_PROMPT_LOGPROBS_HOSTS)
+        return True
+
+    def describe(self) -> str:
+        """The model as a user names it: backend and model (and server, if any)."""
+        where = f" at {self.base_url}" if self.base_url else ""
+        return f"{self.backend} backend, model {self.model}{where}"
 
     def retry_policy(self) -> RetryPolicy:
         return RetryPolicy(
@@ -132,7 +162,12 @@ def make_llm(config: LLMConfig | dict[str, Any] | None = None, **overrides: Any)
             f"{config.backend} backend: `adapter` is for the local backend; serve the adapter "
             "with the server instead (e.g. vllm serve --enable-lora --lora-modules)"
         )
-    cache = open_cache(config.cache)
+    backend = _build(config, open_cache(config.cache))
+    backend.can_score = config.can_score()
+    return backend
+
+
+def _build(config: LLMConfig, cache: Any) -> Backend:
     if config.backend == "local":
         from stackelberg.llm.local import LocalBackend
 

@@ -93,12 +93,20 @@ def _busy_elsewhere(window: float = 0.3) -> float:
         return sum(cpu), sum(cpu) - idle, own
 
     try:
-        total0, busy0, own0 = sample()
+        before = sample()
         time.sleep(window)
-        total1, busy1, own1 = sample()
+        after = sample()
     except (OSError, ValueError, IndexError):  # not Linux: the load average, minus ourselves
         return max(0.0, os.getloadavg()[0] - 1.0)
-    cores = os.cpu_count() or 1
+    return busy_cores_elsewhere(before, after, os.cpu_count() or 1)
+
+
+def busy_cores_elsewhere(
+    before: tuple[float, float, float], after: tuple[float, float, float], cores: int
+) -> float:
+    """Cores other processes kept busy between two (total, busy, own) tick samples."""
+    total0, busy0, own0 = before
+    total1, busy1, own1 = after
     if total1 <= total0:
         return 0.0
     return max(0.0, (busy1 - busy0) - (own1 - own0)) / (total1 - total0) * cores

@@ -19,6 +19,7 @@ from typing import Any
 from stackelberg.agents.prompting import (
     SPEECH_STYLE,
     build_messages,
+    global_lines,
     history_lines,
     player_spec,
     speech_question,
@@ -65,6 +66,8 @@ def speech_instances(
                 "speaker_role": players[speaker]["role"],
                 "follower": follower,
                 "follower_role": players[follower]["role"],
+                "speaker_model": players[speaker].get("model") or "",
+                "follower_model": players[follower].get("model") or "",
                 "phase": ev["phase"],
                 "round": ev["round"],
                 "base_utterance": text,
@@ -134,6 +137,10 @@ class InstanceView:
     def lines(self, viewer: int) -> list[str]:
         """What ``viewer`` had seen just before the speech."""
         return history_lines(self.game, viewer, self.game.events[: self.event_index])
+
+    def global_lines(self) -> list[str]:
+        """Every event before the speech, as the game master saw it (the release's log)."""
+        return global_lines(self.game, self.game.events[: self.event_index])
 
     def role_list(self) -> str:
         return "; ".join(f"{p.name}: {p.role.replace('_', ' ')}" for p in self.game.players)

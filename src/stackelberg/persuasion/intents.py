@@ -1,8 +1,9 @@
 """Intent identification (PAPER.md step 1): K desired and K undesired follower responses.
 
 The labeler reads the rules, the game so far, the speaker's role (or, with
-``full_information``, every role) and the base utterance, and writes responses in the
-follower's own voice. Two schemes: ``per_response`` asks for one sentence per generation,
+``full_information``, every role) and the base utterance (or, without
+``show_base_utterance``, as the paper's release does, only that the speaker is about to
+talk), and writes responses in the follower's own voice. Two schemes: ``per_response`` asks for one sentence per generation,
 with a concrete example, which a 135M model can follow; ``json`` asks a strong model for
 all 2K at once. Unusable output is asked again with a stricter (repair) prompt, a bounded
 number of times; an instance still short of K+K valid responses is dropped and counted.
@@ -32,6 +33,7 @@ _JUNK = re.compile(r"game so far|analysis:|response:|desired|undesired|\{|\}|exa
 class LabelSettings:
     k: int = 3
     full_information: bool = True
+    show_base_utterance: bool = True
     scheme: str = "per_response"
     max_attempts: int = 3
     max_new_tokens: int = 32
@@ -66,12 +68,22 @@ def _role(view: InstanceView) -> str:
     return view.game.players[view.speaker].role.replace("_", " ")
 
 
-def per_response_question(view: InstanceView, polarity: str, k: int, repair: bool) -> str:
+def _situation(view: InstanceView, show_base_utterance: bool) -> str:
+    """The speech being labeled, or (release) only that its speaker is about to talk."""
+    s = view.speaker_name
+    if show_base_utterance:
+        return f'{s} (secretly {_role(view)}) just said: "{view.base_utterance}"'
+    return f"{s} (secretly {_role(view)}) is about to speak."
+
+
+def per_response_question(
+    view: InstanceView, polarity: str, k: int, repair: bool, show_base_utterance: bool = True
+) -> str:
     s, f = view.speaker_name, view.follower_name
     want = "WANTS" if polarity == DESIRED else "does NOT want"
     example = _EXAMPLES[polarity][k % len(_EXAMPLES[polarity])].format(s=s)
     question = (
-        f'{s} (secretly {_role(view)}) just said: "{view.base_utterance}"\n'
+        f"{_situation(view, show_base_utterance)}\n"
         f"{f} speaks next. Write one sentence that {f} could say, which {s} {want} to hear. "
         f'For example: "{example}"'
     )
@@ -80,10 +92,12 @@ def per_response_question(view: InstanceView, polarity: str, k: int, repair: boo
     return question
 
 
-def json_question(view: InstanceView, k: int, repair: bool) -> str:
+def json_question(
+    view: InstanceView, k: int, repair: bool, show_base_utterance: bool = True
+) -> str:
     s, f = view.speaker_name, view.follower_name
     question = (
-        f'{s} (secretly {_role(view)}) just said: "{view.base_utterance}"\n'
+        f"{_situation(view, show_base_utterance)}\n"
         f"{f} speaks next. Write {k} things {f} could say that {s} wants to hear (desired) "
         f"and {k} that {s} does not want to hear (undesired), each one sentence in {f}'s "
         f'own voice. Answer with JSON only: {{"desired": [...], "undesired": [...]}}'
@@ -124,7 +138,9 @@ def label_views(
             system = _system(view, settings.full_information)
             if settings.scheme == "json":
                 tokens = settings.max_new_tokens * 2 * settings.k
-                spec = PromptSpec(system, json_question(view, settings.k, repair))
+                spec = PromptSpec(
+                    system, json_question(view, settings.k, repair, settings.show_base_utterance)
+                )
                 messages = _fit(llm, spec, view, settings, tokens)
                 requests.append(_request(messages, settings, seeds[i] * 100 + attempt, tokens, 1))
                 owners.append((i, None))
@@ -132,9 +148,10 @@ def label_views(
             for polarity in (DESIRED, UNDESIRED):
                 if missing := lab.missing(polarity, settings.k):
                     k_index = len(getattr(lab, polarity))
-                    spec = PromptSpec(
-                        system, per_response_question(view, polarity, k_index, repair)
+                    question = per_response_question(
+                        view, polarity, k_index, repair, settings.show_base_utterance
                     )
+                    spec = PromptSpec(system, question)
                     messages = _fit(llm, spec, view, settings, settings.max_new_tokens)
                     seed = (seeds[i] * 100 + attempt) * 2 + (polarity == UNDESIRED)
                     requests.append(

@@ -11,7 +11,8 @@ If the prompt does not fit the Measurer's window, the oldest history lines are d
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from stackelberg.llm import fit_history
 from stackelberg.persuasion.context import (
@@ -25,11 +26,34 @@ from stackelberg.persuasion.reward import RewardConfig, RewardParts, measurer_re
 SAFETY_TOKENS = 8
 
 
+@dataclass(frozen=True)
+class MeasurerContext:
+    """What the Measurer's follower reads: its own view of the game (default) or the
+    release's global log; and the speaker's line as the parsed utterance or the Refiner's
+    raw completion (the release)."""
+
+    follower_history: Literal["own_view", "global_log"] = "own_view"
+    candidate_text: Literal["parsed", "raw"] = "parsed"
+
+    def texts(self, raw: Sequence[str], parsed: Sequence[str]) -> list[str]:
+        """The candidates as the follower reads them."""
+        return list(raw if self.candidate_text == "raw" else parsed)
+
+    def history(self, view: InstanceView) -> list[str]:
+        if self.follower_history == "global_log":
+            return view.global_lines()
+        return view.lines(view.follower)
+
+
 def fitted_follower_lines(
-    llm: Any, view: InstanceView, candidates: Sequence[str], responses: Sequence[str]
+    llm: Any,
+    view: InstanceView,
+    candidates: Sequence[str],
+    responses: Sequence[str],
+    context: MeasurerContext = MeasurerContext(),
 ) -> tuple[list[str], int]:
     """The follower's history, cut from the oldest line until everything fits the window."""
-    lines = view.lines(view.follower)
+    lines = context.history(view)
     reserve = (
         max(llm.count_tokens(c) for c in candidates)
         + max(llm.count_tokens(r) for r in responses)
@@ -50,11 +74,12 @@ def measure(
     desired: Sequence[str],
     undesired: Sequence[str],
     cfg: RewardConfig,
+    context: MeasurerContext = MeasurerContext(),
 ) -> tuple[list[RewardParts], int]:
     """Reward parts of each candidate, and how many history lines were cut to fit."""
     candidates = list(candidates)
     responses = [*desired, *undesired]
-    lines, cut = fitted_follower_lines(llm, view, candidates, responses)
+    lines, cut = fitted_follower_lines(llm, view, candidates, responses, context)
     context, joiner = follower_prompt_pieces(llm, view, lines)
     logprobs = llm.score_nested(context, candidates, responses, joiner)
     k = len(desired)

@@ -1,0 +1,33 @@
+"""Checks of the game-record contract, shared by the tests of engines and of LLM players."""
+
+from __future__ import annotations
+
+import json
+
+#: what the record adds for a seat played by an LLM (``Agent.seat_facts``)
+LLM_SEAT_FACTS = ("model", "choice", "choice_asks", "choice_reasks", "invalid_choices")
+
+
+def check_record(rec: dict, name: str) -> None:
+    assert rec["game"] == name
+    assert set(rec) == {"game", "seed", "config", "players", "events", "result"}
+    n = len(rec["players"])
+    assert [p["id"] for p in rec["players"]] == list(range(n))
+    for p in rec["players"]:
+        assert (
+            {"id", "name", "role", "team", "agent"}
+            <= set(p)
+            <= {"id", "name", "role", "team", "agent", *LLM_SEAT_FACTS}
+        )
+        assert p["role"] == p["role"].lower() and " " not in p["role"]
+    for ev in rec["events"]:
+        assert set(ev) == {"type", "phase", "round", "player", "visible_to", "data"}
+        assert ev["player"] is None or 0 <= ev["player"] < n
+        assert ev["visible_to"] == "all" or all(0 <= i < n for i in ev["visible_to"])
+        assert isinstance(ev["round"], int) and isinstance(ev["phase"], str)
+        if ev["type"] == "speech":
+            assert set(ev["data"]) == {"text"} and ev["visible_to"] == "all"
+    res = rec["result"]
+    assert {"winner", "winners", "reason"} <= set(res)
+    assert set(res["winners"]) <= set(range(n))
+    assert json.loads(json.dumps(rec)) == rec
