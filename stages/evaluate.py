@@ -21,12 +21,14 @@ from stackelberg.evaluation.plots import (
 )
 from stackelberg.evaluation.tournament import play_matrix
 from stackelberg.io import atomic_writer
+from stackelberg.llm import LLMConfig
+from stackelberg.params import draw_model
 from stackelberg.persuasion.candidates import SampleSettings, sample_candidates
 from stackelberg.persuasion.measurer import measure
 from stages._data import rows_and_views, seed_of
 from stages.grpo import HISTORY
 from stages.sample import sample_settings
-from stages.score import reward_config
+from stages.score import measurer_context, reward_config
 
 METRICS = "metrics.json"
 
@@ -60,14 +62,16 @@ def held_out_reward(ctx) -> dict:
     base = sample_settings(ctx.params.for_game("sample", ctx.game))
     settings = SampleSettings(**{**base.__dict__, "n": p.n})
     seeds = [seed_of(r["instance_id"]) + 7_919 * (p.seed + 1) for r in rows]
-    measurer, cfg = ctx.llm("measurer"), reward_config(ctx.params.for_game("score", ctx.game))
+    score = ctx.params.for_game("score", ctx.game)
+    measurer, cfg, context = ctx.llm("measurer"), reward_config(score), measurer_context(score)
     out = {}
     for name, refiner in (("before", ctx.llm("refiner")), ("after", trained_refiner(ctx))):
         samples = sample_candidates(refiner, views, settings, seeds)
         means = []
         for row, view, cands in zip(rows, views, samples, strict=True):
+            texts = context.texts([r for r, _, _ in cands], [c for _, c, _ in cands])
             parts, _ = measure(
-                measurer, view, [c for _, c, _ in cands], row["desired"], row["undesired"], cfg
+                measurer, view, texts, row["desired"], row["undesired"], cfg, context
             )
             means.append(sum(x.reward for x in parts) / len(parts))
         out[name] = means
@@ -77,8 +81,11 @@ def held_out_reward(ctx) -> dict:
 def tournaments(ctx) -> dict:
     p = ctx.section
     trained = ctx.params.for_game("grpo", ctx.game)
-    routes = {"default": ctx.llm("player"), "refiner": trained_refiner(ctx, p.refiner_dtype)}
     seeds = range(p.tournament_seed, p.tournament_seed + p.tournament_games)
+    # Each seed draws its players' model (the same for every condition: pairs stay paired).
+    model_of_seed = {s: draw_model(ctx.params.models.player, s).model_dump_json() for s in seeds}
+    routes = {key: ctx.model(LLMConfig.model_validate_json(key)) for key in model_of_seed.values()}
+    routes["refiner"] = trained_refiner(ctx, p.refiner_dtype)
     records = play_matrix(
         ctx.game,
         p.conditions,
@@ -86,11 +93,8 @@ def tournaments(ctx) -> dict:
         camps=p.camps or None,
         opponent=p.opponent,
         llm_routes=routes,
-        agent_options={
-            "speech_tokens": p.speech_tokens,
-            "thought_tokens": p.thought_tokens,
-            "max_prompt_tokens": p.max_prompt_tokens,
-        },
+        route_of_seed=model_of_seed.get,
+        agent_options=p.agent_options(),
         # The Refiner plays as it was trained: its completion length and sampling.
         refiner_options={
             "max_prompt_tokens": p.max_prompt_tokens,

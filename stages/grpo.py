@@ -23,7 +23,7 @@ from stackelberg.persuasion.measurer import measure
 from stackelberg.training.grpo import GRPOSettings, train_refiner, write_adapter
 from stages._data import rows_and_views
 from stages.sample import sample_settings
-from stages.score import reward_config
+from stages.score import measurer_context, reward_config
 
 HISTORY = "train_history.json"
 
@@ -41,7 +41,8 @@ def work(ctx, item) -> dict:
     if refiner_cfg.backend != "local":
         raise ValueError("grpo: models.refiner must be a local model (a checkpoint to train)")
     measurer = ctx.llm("measurer")
-    cfg = reward_config(ctx.params.for_game("score", ctx.game))
+    score = ctx.params.for_game("score", ctx.game)
+    cfg, context = reward_config(score), measurer_context(score)
     by_id = {r["instance_id"]: (r, v) for r, v in zip(rows, views, strict=True)}
     prompting = sample_settings(ctx.params.for_game("sample", ctx.game))
     prompts = [refiner_prompt(ctx.llm("refiner"), v, prompting) for v in views]
@@ -55,8 +56,12 @@ def work(ctx, item) -> dict:
         rewards = [0.0] * len(completions)
         for iid, idx in groups.items():
             row, view = by_id[iid]
-            cands = [parse_refiner_output(completions[i], row["base_utterance"])[0] for i in idx]
-            parts, _ = measure(measurer, view, cands, row["desired"], row["undesired"], cfg)
+            raw = [completions[i] for i in idx]
+            parsed = [parse_refiner_output(t, row["base_utterance"])[0] for t in raw]
+            texts = context.texts(raw, parsed)
+            parts, _ = measure(
+                measurer, view, texts, row["desired"], row["undesired"], cfg, context
+            )
             for i, p in zip(idx, parts, strict=True):
                 rewards[i] = p.reward
         measured["seconds"] += time.perf_counter() - t0

@@ -96,6 +96,9 @@ class RefinerAgent(Agent):
         self.inner.setup(game, player, rng)
         self.lines: list[str] = []
 
+    def seat_facts(self) -> dict[str, Any]:
+        return self.inner.seat_facts()
+
     def act(self, decision: Decision) -> Any:
         if decision.options is not None:
             return self.inner.act(decision)

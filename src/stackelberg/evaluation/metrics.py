@@ -11,6 +11,8 @@ Layout of ``reports/{game}/metrics.json``::
          "overall": {"wins": 21, "n": 64, "rate": 0.328, "ci": [0.225, 0.451]},
          "camps": {"werewolf": {...same keys...}, "village": {...}},
          "roles": {"seer": {...}, "werewolf": {...}}}},   # roles held by the tested camp
+     "choices": {"react": {"games": 64, "choice_asks": 900, "choice_reasks": 12,
+                           "invalid_choices": 1}},   # generated choices of all LLM seats
      "paired": [                          # X against refiner+X on the same (camp, seed)
        {"base": "react", "treated": "refiner+react", "camp": "all", "n": 64,
         "base_rate": 0.328, "treated_rate": 0.375, "diff": 0.047, "ci": [-0.06, 0.16],
@@ -46,7 +48,7 @@ from stackelberg.evaluation.stats import (
     paired_bootstrap_diff,
     wilson,
 )
-from stackelberg.evaluation.tournament import REFINER_PREFIX, Record
+from stackelberg.evaluation.tournament import CHOICE_COUNTS, REFINER_PREFIX, Record
 
 METRICS_VERSION = 1
 ALPHA = 0.05
@@ -93,6 +95,18 @@ def win_rates(records: Iterable[Record]) -> dict[str, dict[str, Any]]:
             "camps": {k: rate(*v) for k, v in sorted(c["camps"].items())},
             "roles": {k: rate(*v) for k, v in sorted(c["roles"].items())},
         }
+    return out
+
+
+def choice_counts(records: Iterable[Record]) -> dict[str, dict[str, int]]:
+    """Per condition: the generated choices of every LLM seat (answers asked for, re-asks,
+    random fallbacks) and the games, so that a reader sees what the re-asks cost."""
+    out: dict[str, dict[str, int]] = {}
+    for r in records:
+        c = out.setdefault(r["condition"], {"games": 0, **dict.fromkeys(CHOICE_COUNTS, 0)})
+        c["games"] += 1
+        for key in CHOICE_COUNTS:
+            c[key] += r.get(key, 0)
     return out
 
 
@@ -221,6 +235,7 @@ def game_metrics(
         "opponent": next((r["opponent"] for r in records), None),
         "seeds": sorted({r["seed"] for r in records}),
         "conditions": win_rates(records),
+        "choices": choice_counts(records),
         "paired": paired_tests(records, pairs, resamples, seed),
         "reward": reward_summary(reward_before, reward_after, resamples=resamples, seed=seed),
     }
@@ -250,6 +265,9 @@ def mlflow_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
             out[f"games/{stem}"] = float(r["n"])
             if r["rate"] is not None:
                 out[f"winrate/{stem}"] = float(r["rate"])
+    for condition, counts in (metrics.get("choices") or {}).items():
+        for key in CHOICE_COUNTS:
+            out[f"choices/{game}/{metric_key(condition)}/{key}"] = float(counts[key])
     for t in metrics["paired"]:
         if t["camp"] == "all" and t["n"]:
             stem = f"paired/{game}/{metric_key(t['base'])}_vs_{metric_key(t['treated'])}"
