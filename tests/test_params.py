@@ -60,3 +60,106 @@ def test_per_game_overrides_apply_to_one_game(tmp_path):
     p = load_params(path)
     assert p.for_game("grpo", "avalon").learning_rate == 0.5
     assert p.for_game("grpo", "onuw").learning_rate == p.grpo.learning_rate
+
+
+CLAUDE = "{backend: anthropic, model: claude-3-5-haiku-latest}"
+GPT_URL = "https://api.openai.com/v1"
+GPT = f"{{backend: openai, model: gpt-4o, base_url: '{GPT_URL}'}}"
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        (
+            f"models: {{measurer: {CLAUDE}}}\n",
+            "models.measurer: the Measurer scores responses by their log-probabilities, but "
+            "the anthropic backend, model claude-3-5-haiku-latest gives none; use a local "
+            "model or a vLLM server (backend: openai)",
+        ),
+        (f"models: {{measurer: {GPT}}}\n", "models.measurer: the Measurer scores"),
+        (
+            f"models: {{player: {CLAUDE}}}\nselfplay: {{choice: score}}\n",
+            "models.player: selfplay.choice is 'score' (werewolf), but the anthropic backend, "
+            "model claude-3-5-haiku-latest gives no log-probabilities; set choice: auto or "
+            "generate, or use a model that can score",
+        ),
+        (
+            f"models: {{player: [{{backend: local}}, {GPT}]}}\nevaluate: {{choice: score}}\n",
+            "models.player[1]: evaluate.choice is 'score' (werewolf)",
+        ),
+        (
+            f"models: {{player: {CLAUDE}}}\n"
+            "game_overrides: {onuw: {evaluate: {choice: score}}}\n",
+            "evaluate.choice is 'score' (onuw)",
+        ),
+        (
+            "models: {refiner: {backend: openai, model: qwen}}\n",
+            "models.refiner: GRPO trains the Refiner's weights, so it must be a local model",
+        ),
+        (
+            "models: {player: {backend: anthropic, model: claude, scores: true}}\n",
+            "scores: the anthropic backend returns no log-probabilities",
+        ),
+        ("models: {player: []}\n", "an empty list of models"),
+        ("selfplay: {agents: 'scripted,robot'}\n", "werewolf: agents: 2 kinds listed"),
+        ("selfplay: {agents: robot}\n", "werewolf: unknown agent 'robot'"),
+        ("evaluate: {conditions: [refiner+robot]}\n", "unknown agent 'robot'"),
+        ("selfplay: {choice: guess}\n", "selfplay.choice"),
+        ("evaluate: {max_choice_attempts: 0}\n", "evaluate.max_choice_attempts"),
+    ],
+)
+def test_impossible_pairings_are_refused_when_params_load(tmp_path, text, words):
+    path = tmp_path / "params.yaml"
+    path.write_text(text)
+    with pytest.raises(ParamsError) as err:
+        load_params(path)
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_which_models_can_score():
+    from stackelberg.llm import LLMConfig
+
+    assert LLMConfig().can_score()
+    assert LLMConfig(backend="openai", model="q", base_url="http://gpu:8000/v1").can_score()
+    assert not LLMConfig(backend="openai", model="gpt-4o", base_url=GPT_URL).can_score()
+    gemini = "https://generativelanguage.googleapis.com/v1beta/openai/"
+    assert not LLMConfig(backend="openai", model="gemini-2.5-flash", base_url=gemini).can_score()
+    assert not LLMConfig(backend="anthropic", model="claude").can_score()
+    assert not LLMConfig(backend="openai", model="q", scores=False).can_score()
+    assert LLMConfig(backend="openai", model="gpt-4o", base_url=GPT_URL, scores=True).can_score()
+
+
+def test_each_game_draws_its_model_from_its_seed_by_weight(tmp_path):
+    from stackelberg.params import draw_model, entry_models
+
+    path = tmp_path / "params.yaml"
+    path.write_text(
+        "models:\n  player:\n"
+        "    - {backend: local, model: a, weight: 3}\n"
+        "    - {backend: local, model: b, weight: 1}\n"
+    )
+    entry = load_params(path).models.player
+    assert [m.model for m in entry_models(entry)] == ["a", "b"]
+    drawn = [draw_model(entry, seed).model for seed in range(400)]
+    assert drawn == [draw_model(entry, seed).model for seed in range(400)]  # by seed
+    assert 0.65 < drawn.count("a") / 400 < 0.85  # 3:1 (a fixed draw: seeds 0..399)
+    single = load_params(ROOT / "params.yaml").models.player
+    assert draw_model(single, 7) == single
+
+
+def test_a_bad_params_file_stops_the_pipeline_with_one_line_before_prefect(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "params.yaml"
+    path.write_text(f"models: {{measurer: {CLAUDE}}}\n")
+    env = {**os.environ, "STACKELBERG_PARAMS": str(path), "PREFECT_API_URL": "http://0.0.0.0:9/api"}
+    for command in (["flows.pipeline"], ["stages.score", "werewolf"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", *command], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert len(lines) == 1 and "models.measurer: the Measurer scores" in lines[0]
+        assert "Traceback" not in proc.stderr
