@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 from stackelberg.llm.embedded import ensure_checkpoint
-from stackelberg.params import ModelsParams
+from stackelberg.params import ModelsParams, entry_models
 
 BASE = "models/base"
 #: every model role of params.models
@@ -25,7 +25,7 @@ def plan(ctx) -> list[dict]:
 
 def work(ctx, item) -> dict:
     models = ctx.params.models
-    uses_base = [r for r in ROLES if getattr(models, r).model == BASE]
+    uses_base = [r for r in ROLES if any(m.model == BASE for m in entry_models(getattr(models, r)))]
     return {"uses_base": uses_base, "source": str(ensure_checkpoint()) if uses_base else None}
 
 
@@ -38,7 +38,7 @@ def finish(ctx, results) -> dict:
         shutil.copytree(res["source"], tmp)
     else:
         tmp.mkdir(parents=True)
-    note = {r: getattr(ctx.params.models, r).model for r in ROLES}
+    note = {r: [m.model for m in entry_models(getattr(ctx.params.models, r))] for r in ROLES}
     (tmp / "stackelberg-models.json").write_text(json.dumps(note, indent=1) + "\n")
     shutil.rmtree(target, ignore_errors=True)
     tmp.rename(target)

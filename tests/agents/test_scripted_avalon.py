@@ -50,8 +50,8 @@ def test_parse_proposal_and_vote_intent():
     assert parse_vote_intent("I suspect Player 2.") is None
 
 
-def _table(roles=PAPER, seed=0):
-    game = make_game("avalon", {"roles": roles})
+def _table(roles=PAPER, seed=0, **options):
+    game = make_game("avalon", {"roles": roles, **options})
     game.reset(seed, roles)
     agents = [AvalonScripted() for _ in roles]
     for pid, agent in enumerate(agents):
@@ -105,6 +105,62 @@ def test_everyone_approves_the_fifth_attempt_only_evil_rejects_it():
         votes[d.player] = agents[d.player].act(d)
         game.step(votes[d.player])
     assert votes == {0: True, 1: True, 2: True, 3: True, 4: False, 5: False}
+
+
+def _fifth_vote(seat, team, seed, **options):
+    """``seat``'s vote on ``team`` at the fifth attempt of quest 1."""
+    game, agents = _table(seed=seed, **options)
+    for _ in range(4):
+        while game.decision().kind == SPEAK:
+            game.step("Hello.")
+        game.step((0, 1))
+        while game.decision().kind == "vote":
+            game.step(False)
+    while game.decision().kind == SPEAK:
+        game.step("Hello.")
+    game.step(team)
+    while game.decision().player != seat:
+        game.step(True)
+    return agents[seat].act(game.decision())
+
+
+@pytest.mark.parametrize(
+    ("fifth_rejection", "merlin_approves"),
+    [("evil_wins", {True: 30}), ("quest_goes_anyway", {False: 21, True: 9})],  # seeded
+)
+def test_merlin_must_approve_the_fifth_team_only_when_its_rejection_loses(
+    fifth_rejection, merlin_approves
+):
+    # Merlin (seat 0) on a team with Morgana (seat 4): approves at the fifth attempt only if
+    # a fifth rejection hands evil the game; otherwise the usual (mostly reject) rule
+    votes = Counter(
+        _fifth_vote(0, (2, 4), seed, fifth_rejection=fifth_rejection) for seed in range(30)
+    )
+    assert votes == Counter(merlin_approves)
+
+
+def test_release_rules_forced_team_and_assassin_waits_for_the_last_chance():
+    options = {"fifth_rejection": "quest_goes_anyway", "assassin_timing": "once_after_any_quest"}
+    strikes = passes = forced = 0
+    for seed in range(80):
+        rec = play_game(make_game("avalon", options), [AvalonScripted() for _ in range(6)], seed)
+        assassin = next(p["id"] for p in rec["players"] if p["role"] == "assassin")
+        successes = 0
+        for e in rec["events"]:
+            if e["type"] == "quest":
+                successes += e["data"]["success"]
+            elif e["type"] == "forced_team":
+                forced += 1
+            elif e["type"] == "assassinate":
+                assert e["player"] == assassin
+                if successes < 3:
+                    assert e["data"]["target"] is None and e["visible_to"] == [assassin]
+                    passes += 1
+                else:
+                    assert e["data"]["target"] is not None and e is rec["events"][-1]
+                    strikes += 1
+        assert (successes == 3) == (rec["result"]["reason"] != "three_fails")
+    assert strikes > 10 and passes > 10 and forced > 10
 
 
 def test_leader_proposes_the_team_it_announced():

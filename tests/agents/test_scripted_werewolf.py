@@ -169,6 +169,40 @@ def test_guardian_protects_a_lone_seer_claimer():
     assert checked > 10
 
 
+def test_guardian_keeps_protecting_the_seer_claimer_where_repeats_are_allowed():
+    checked = repeats = 0
+    for rec in scripted_records(150, guardian_may_repeat=True):
+        seer = next(p["id"] for p in rec["players"] if p["role"] == "seer")
+        claimers: set[int] = set()
+        dead: set[int] = set()
+        last = None
+        for ev in rec["events"]:
+            t, d = ev["type"], ev["data"]
+            if t == "speech" and parse_claims_seer(d["text"]):
+                claimers.add(ev["player"])
+            if t in ("death", "eliminate"):
+                dead |= set(d.get("players", [d.get("player")]))
+            if t == "protect":
+                if claimers == {seer} and seer not in dead:
+                    assert d["target"] == seer
+                    checked += 1
+                    repeats += last == seer
+                last = d["target"]
+    assert checked > 10 and repeats > 5
+
+
+@pytest.mark.parametrize("wolf_victim", ["plurality_lowest_seat", "last_wolf"])
+def test_wolves_agree_whatever_the_victim_rule(wolf_victim):
+    for rec in scripted_records(60, wolf_victim=wolf_victim):
+        night: list[int] = []
+        for ev in rec["events"]:
+            if ev["type"] == "wolf_choice":
+                night.append(ev["data"]["target"])
+            elif ev["type"] == "kill":
+                assert set(night) == {ev["data"]["target"]}
+                night = []
+
+
 def test_wolves_sometimes_fake_claim_and_accuse_villagers():
     fake = accuse = 0
     for rec in scripted_records(150):

@@ -25,6 +25,13 @@ from stackelberg.games.avalon import (
 )
 from stackelberg.games.base import SPEAK
 
+#: the paper's code release: ties approve, the fifth team goes anyway, one assassination
+#: attempt offered after every quest
+RELEASE = {
+    "tied_team_vote": "approved",
+    "fifth_rejection": "quest_goes_anyway",
+    "assassin_timing": "once_after_any_quest",
+}
 # seats: merlin 0, percival 1, loyal 2 and 3, morgana 4, assassin 5 (the paper's setup)
 PAPER = ["merlin", "percival", "loyal_servant", "loyal_servant", "morgana", "assassin"]
 # 7 players: merlin 0, percival 1, loyal 2 and 3, minion 4, assassin 5, morgana 6
@@ -37,6 +44,7 @@ DATA_KEYS = {
     "team_result": {"approved", "approvals"},
     "quest": {"quest", "team", "fails", "success"},
     "assassinate": {"target"},
+    "forced_team": {"quest", "attempt", "team"},
 }
 
 
@@ -382,6 +390,232 @@ def test_assassin_may_name_oberon_whom_he_does_not_see():
     assert game.result()["reason"] == "assassin_missed"
 
 
+# ---- rules where the paper's release differs (options) ---------------------------------------
+@pytest.mark.parametrize(
+    ("n", "approvals", "tied_team_vote", "approved"),
+    [
+        (6, 3, "rejected", False),  # the rulebook: a tie rejects
+        (6, 3, "approved", True),  # the release: half the votes approve
+        (6, 2, "approved", False),
+        (6, 4, "rejected", True),
+        (5, 2, "approved", False),  # an odd table has no tie
+        (5, 3, "rejected", True),
+        (10, 5, "approved", True),
+        (10, 5, "rejected", False),
+    ],
+)
+def test_tied_team_vote(n, approvals, tied_team_vote, approved):
+    game = make_game("avalon", {"n_players": n, "tied_team_vote": tied_team_vote}).reset(0)
+    attempt(game, range(TEAM_SIZES[n][0]), approvers=set(range(approvals)))
+    (res,) = of_type(game, "team_result")
+    assert res.data == {"approved": approved, "approvals": approvals}
+    assert game.phase == ("quest" if approved else "discussion")
+
+
+@pytest.mark.parametrize(
+    ("fifth_rejection", "reason", "phase"),
+    [("evil_wins", "five_rejections", "over"), ("quest_goes_anyway", None, "quest")],
+)
+def test_fifth_rejection(fifth_rejection, reason, phase):
+    game = new(fifth_rejection=fifth_rejection)
+    for team in ((0, 1), (0, 2), (0, 3), (1, 2)):
+        attempt(game, team, approvers=set())
+    assert game.attempt == 5 and not game.done
+    attempt(game, (4, 5), approvers={0, 1, 2})  # a tie rejects the fifth team
+    assert game.phase == phase
+    assert of_type(game, "team_result")[-1].data == {"approved": False, "approvals": 3}
+    if reason is not None:
+        assert game.result() == {"winner": "evil", "winners": [4, 5], "reason": reason}
+        assert not of_type(game, "forced_team")
+        return
+    (ev,) = of_type(game, "forced_team")
+    assert game.events[-1] is ev
+    assert (ev.player, ev.phase, ev.round, ev.visible_to) == (None, "vote", 1, "all")
+    assert ev.data == {"quest": 1, "attempt": 5, "team": [4, 5]}
+    assert game.describe_event(ev, 0) == (
+        "That was the fifth rejected team in a row: Player 5, Player 6 go on quest 1 anyway."
+    )
+    d = game.decision()
+    assert (d.kind, d.player, d.options) == ("quest", 4, (True, False))
+    cards(game, failers={5})
+    assert of_type(game, "quest")[-1].data == {
+        "quest": 1,
+        "team": [4, 5],
+        "fails": 1,
+        "success": False,
+    }
+    assert (game.quest, game.attempt, game.phase) == (2, 1, "discussion")
+    for _ in range(4):  # the count of rejections restarts with the quest
+        attempt(game, (0, 1, 2), approvers=set())
+    attempt(game, (0, 1, 2), approvers=set())
+    assert game.phase == "quest" and len(of_type(game, "forced_team")) == 2
+
+
+#: quest n's team in the paper setup: good players only (a success) or with the assassin (a fail)
+GOOD_TEAMS = [(0, 1), (0, 1, 2), (0, 1, 2, 3), (0, 1, 2), (0, 1, 2, 3)]
+FAIL_TEAMS = [(0, 5), (0, 1, 5), (0, 1, 2, 5), (0, 1, 5), (0, 1, 2, 5)]
+#: (id, assassin_timing, quest outcomes (S success, F failed by the assassin), the Assassin's
+#:  answers in order, expected offers (after quest q, may pass), expected result (None: the
+#:  game goes on))
+ASSASSIN_TABLE = [
+    (
+        "rulebook_after_three_successes",
+        "after_three_successes",
+        "SFSS",
+        [1],
+        [(4, False)],
+        ("good", "assassin_missed"),
+    ),
+    (
+        "rulebook_no_offer_before",
+        "after_three_successes",
+        "SS",
+        [],
+        [],
+        None,
+    ),
+    (
+        "release_early_hit",
+        "once_after_any_quest",
+        "S",
+        [0],
+        [(1, True)],
+        ("evil", "merlin_assassinated"),
+    ),
+    (
+        "release_offer_after_a_failed_quest",
+        "once_after_any_quest",
+        "F",
+        [0],
+        [(1, True)],
+        ("evil", "merlin_assassinated"),
+    ),
+    (
+        "release_wait_then_hit_at_the_last_chance",
+        "once_after_any_quest",
+        "SSS",
+        [None, None, 0],
+        [(1, True), (2, True), (3, False)],
+        ("evil", "merlin_assassinated"),
+    ),
+    (
+        "release_wait_then_miss_at_the_last_chance",
+        "once_after_any_quest",
+        "SFSS",
+        [None, None, None, 2],
+        [(1, True), (2, True), (3, True), (4, False)],
+        ("good", "assassin_missed"),
+    ),
+    (
+        "release_early_miss_play_goes_on",
+        "once_after_any_quest",
+        "SS",
+        [1],
+        [(1, True)],
+        None,
+    ),
+    (
+        "release_early_miss_then_good_wins_without_a_second_try",
+        "once_after_any_quest",
+        "SSS",
+        [3],
+        [(1, True)],
+        ("good", "assassin_missed"),
+    ),
+    (
+        "release_no_offer_after_the_third_failure",
+        "once_after_any_quest",
+        "FFF",
+        [None, None],
+        [(1, True), (2, True)],
+        ("evil", "three_fails"),
+    ),
+    (
+        "release_miss_then_three_fails",
+        "once_after_any_quest",
+        "FFSF",
+        [None, 1],
+        [(1, True), (2, True)],
+        ("evil", "three_fails"),
+    ),
+]
+
+
+@pytest.mark.parametrize("case", ASSASSIN_TABLE, ids=[c[0] for c in ASSASSIN_TABLE])
+def test_assassin_timing(case):
+    _, timing, quests, answers, offers, expected = case
+    game = new(assassin_timing=timing)
+    answers, seen = list(answers), []
+    for q, outcome in enumerate(quests):
+        team = GOOD_TEAMS[q] if outcome == "S" else FAIL_TEAMS[q]
+        quest(game, team, failers=() if outcome == "S" else (5,))
+        if (d := game.decision()) is not None and d.kind == "assassinate":
+            assert (game.phase, game.round, d.player) == ("assassination", game.quest, 5)
+            assert d.options[:4] == (0, 1, 2, 3) and d.options[4:] in ((), (None,))
+            seen.append((game.quest, None in d.options))
+            game.step(answers.pop(0))
+    assert seen == offers and not answers
+    if expected is None:
+        assert game.decision().kind == SPEAK and not game.done
+    else:
+        winner, reason = expected
+        winners = [0, 1, 2, 3] if winner == "good" else [4, 5]
+        assert game.result() == {"winner": winner, "winners": winners, "reason": reason}
+    passes = [e for e in of_type(game, "assassinate") if e.data["target"] is None]
+    strikes = [e for e in of_type(game, "assassinate") if e.data["target"] is not None]
+    assert all(e.visible_to == (5,) and e.player == 5 for e in passes)
+    assert all(e.visible_to == "all" and e.player == 5 for e in strikes)
+    assert [e.data["target"] for e in strikes] == [a for a in case[3] if a is not None]
+
+
+def test_assassin_pass_and_miss_descriptions():
+    game = new(assassin_timing="once_after_any_quest")
+    quest(game, GOOD_TEAMS[0])
+    d = game.decision()
+    assert d.prompt == (
+        "Quest 1 is over. Name the player you believe is Merlin (your one attempt: right, evil "
+        "wins; wrong, the game goes on), or None to wait."
+    )
+    game.step(None)
+    (ev,) = of_type(game, "assassinate")
+    assert (
+        game.describe_event(ev, 5) == "After quest 1 you keep your assassination attempt for later."
+    )
+    assert "assassination" not in game.observation(0).text
+    quest(game, GOOD_TEAMS[1])
+    game.step(2)
+    ev = of_type(game, "assassinate")[-1]
+    assert game.describe_event(ev, 0) == (
+        "The Assassin (Player 6) names Player 3 as Merlin. That is not Merlin."
+    )
+    assert game.decision().kind == SPEAK and game.quest == 3
+    # the rulebook's description is unchanged
+    game = new()
+    for team in GOOD_TEAMS[:3]:
+        quest(game, team)
+    game.step(2)
+    ev = of_type(game, "assassinate")[-1]
+    assert game.describe_event(ev, 0) == "The Assassin (Player 6) names Player 3 as Merlin."
+
+
+def test_rules_text_follows_the_options():
+    assert new().rules_text == Avalon.rules_text
+    text = new(**RELEASE).rules_text
+    assert "a strict majority approves" not in text and "half the votes or more approve" in text
+    assert "the fifth team goes on the quest anyway" in text
+    assert "Once in the game, after any quest, the Assassin may name one player" in text
+    assert new(fifth_rejection="quest_goes_anyway").rules_text.count("strict majority") == 1
+
+
+def test_release_options_are_recorded_only_when_set():
+    rec = play_game(new(), [RandomAgent() for _ in range(6)], 0)
+    assert set(rec["config"]) == {"n_players", "roles", "mordred", "oberon", "merlin_sees_oberon"}
+    game = make_game("avalon", RELEASE)
+    rec = play_game(game, [RandomAgent() for _ in range(6)], 0)
+    assert {k: rec["config"][k] for k in RELEASE} == RELEASE
+    assert Avalon.restore(rec).config == game.config
+
+
 # ---- errors and options ----------------------------------------------------------------------
 def test_illegal_action_leaves_state_unchanged():
     game = new()
@@ -439,6 +673,19 @@ def test_game_over_has_no_legal_action():
             "at most one percival",
         ),
         ({"roles": ",".join(PAPER), "mordred": True}, "explicit roles"),
+        (
+            {"tied_team_vote": "coin"},
+            r"^avalon: tied_team_vote='coin'; allowed: rejected, approved$",
+        ),
+        (
+            {"fifth_rejection": "quest_fails"},
+            r"^avalon: fifth_rejection='quest_fails'; allowed: evil_wins, quest_goes_anyway$",
+        ),
+        (
+            {"assassin_timing": "never"},
+            r"^avalon: assassin_timing='never'; allowed: after_three_successes, "
+            r"once_after_any_quest$",
+        ),
     ],
 )
 def test_config_errors(options, match):
@@ -455,6 +702,15 @@ def test_string_options_parse():
     game = make_game("avalon", {"n_players": "7", "roles": ",".join(SEVEN)})
     assert game.config.roles == tuple(SEVEN)
     assert make_game("avalon", {"roles": "none"}).config.roles is None
+    game = make_game(
+        "avalon",
+        {
+            "tied_team_vote": "approved",
+            "fifth_rejection": "quest_goes_anyway",
+            "assassin_timing": "once_after_any_quest",
+        },
+    )
+    assert game.config == AvalonConfig(**RELEASE)
     assert Avalon().config == AvalonConfig()
     assert default_roles(6) == PAPER
 
@@ -476,20 +732,26 @@ def test_observation_and_descriptions():
 
 # ---- whole games from the record alone -------------------------------------------------------
 def check_record(rec):
-    """Re-check the rules from a finished game's record."""
+    """Re-check the rules (under the record's options) from a finished game's record."""
     json.dumps(rec)
     n = len(rec["players"])
+    cfg = rec["config"]
+    tie_approves = cfg.get("tied_team_vote", "rejected") == "approved"
+    forced_quests = cfg.get("fifth_rejection", "evil_wins") == "quest_goes_anyway"
+    any_quest = cfg.get("assassin_timing", "after_three_successes") == "once_after_any_quest"
     roles = [p["role"] for p in rec["players"]]
     teams = [p["team"] for p in rec["players"]]
+    assassin = roles.index("assassin")
     assert sum(t == "evil" for t in teams) == EVIL_COUNT[n]
     events = rec["events"]
     for e in events:
         assert set(e["data"]) == DATA_KEYS[e["type"]], e
-        assert (
-            (e["visible_to"] == [e["player"]])
-            if e["type"] == "knowledge"
-            else e["visible_to"] == "all"
-        )
+        if e["type"] == "knowledge":
+            assert e["visible_to"] == [e["player"]]
+        elif e["type"] == "assassinate" and e["data"]["target"] is None:
+            assert any_quest and e["visible_to"] == [assassin] == [e["player"]]
+        else:
+            assert e["visible_to"] == "all"
     knowing = [
         p
         for p, r in enumerate(roles)
@@ -498,10 +760,18 @@ def check_record(rec):
     assert [e["player"] for e in events if e["type"] == "knowledge"] == knowing
     i = len(knowing)
     assert all(e["type"] != "knowledge" for e in events[i:])
+    result = rec["result"]
     results, leader, quest_no, attempt_no = [], None, 1, 1
-    while i < len(events):
-        if events[i]["type"] == "assassinate":
-            break
+    strikes = []  # the Assassin's named players, in order
+
+    def strike(ev):
+        assert ev["type"] == "assassinate" and ev["player"] == assassin
+        target = ev["data"]["target"]
+        assert teams[target] == "good" or roles[target] == "oberon"
+        strikes.append(target)
+        return roles[target] == "merlin"
+
+    while True:
         speeches = events[i : i + n]
         assert [e["type"] for e in speeches] == ["speech"] * n
         first = speeches[0]["player"]
@@ -520,14 +790,20 @@ def check_record(rec):
         approvals = sum(e["data"]["approve"] for e in votes)
         res = events[i + 2 * n + 1]
         assert res["type"] == "team_result"
-        assert res["data"] == {"approved": 2 * approvals > n, "approvals": approvals}
+        approved = 2 * approvals > n or (tie_approves and 2 * approvals == n)
+        assert res["data"] == {"approved": approved, "approvals": approvals}
         i += 2 * n + 2
-        if not res["data"]["approved"]:
+        if not approved:
             attempt_no += 1
-            if attempt_no == 6:
-                assert i == len(events) and rec["result"]["reason"] == "five_rejections"
+            if attempt_no <= 5:
+                continue
+            if not forced_quests:
+                assert i == len(events) and result["reason"] == "five_rejections"
                 break
-            continue
+            forced = events[i]
+            assert forced["type"] == "forced_team" and forced["round"] == quest_no
+            assert forced["data"] == {"quest": quest_no, "attempt": 5, "team": team}
+            i += 1
         q = events[i]
         assert q["type"] == "quest" and q["data"]["team"] == team and q["data"]["quest"] == quest_no
         n_evil = sum(teams[p] == "evil" for p in team)
@@ -535,20 +811,31 @@ def check_record(rec):
         assert q["data"]["success"] == (q["data"]["fails"] < fails_needed(n, quest_no))
         results.append(q["data"]["success"])
         i += 1
-        quest_no, attempt_no = quest_no + 1, 1
-        if results.count(False) == 3:
-            assert i == len(events) and rec["result"]["reason"] == "three_fails"
+        if results.count(False) == 3:  # no assassination after the third failure
+            assert i == len(events) and result["reason"] == "three_fails"
             break
-        if results.count(True) == 3:
-            assert events[i]["type"] == "assassinate"
-    result = rec["result"]
-    if results.count(True) == 3:
-        (ass,) = events[i:]
-        target = ass["data"]["target"]
-        assert roles[ass["player"]] == "assassin"
-        assert teams[target] == "good" or roles[target] == "oberon"
-        hit = roles[ass["data"]["target"]] == "merlin"
-        assert result["reason"] == ("merlin_assassinated" if hit else "assassin_missed")
+        won = results.count(True) == 3
+        if any_quest and not strikes:  # the one attempt is offered after every quest
+            ev = events[i]
+            assert ev["round"] == quest_no and ev["phase"] == "assassination"
+            i += 1
+            if ev["data"]["target"] is None:
+                assert not won  # no passing at the last chance
+            elif strike(ev) or won:
+                assert i == len(events)
+                break
+        elif won:
+            if not any_quest:
+                strike(events[i])
+                i += 1
+            assert i == len(events)
+            break
+        quest_no, attempt_no = quest_no + 1, 1
+    if strikes and roles[strikes[-1]] == "merlin":
+        assert result["reason"] == "merlin_assassinated"
+    elif results.count(True) == 3:
+        assert result["reason"] == "assassin_missed"
+    assert len(strikes) <= 1
     assert result["winners"] == [p for p in range(n) if teams[p] == result["winner"]]
     assert result["winner"] == ("good" if result["reason"] == "assassin_missed" else "evil")
 
@@ -560,6 +847,11 @@ OPTION_SETS = [
     {"n_players": 8, "oberon": True, "merlin_sees_oberon": False},
     {"n_players": 9},
     {"n_players": 10, "mordred": True, "oberon": True},
+    RELEASE,
+    {"fifth_rejection": "quest_goes_anyway"},
+    {"n_players": 7, "assassin_timing": "once_after_any_quest", "tied_team_vote": "approved"},
+    {"n_players": 8, "oberon": True, "assassin_timing": "once_after_any_quest"},
+    {"n_players": 5, "fifth_rejection": "quest_goes_anyway", "tied_team_vote": "approved"},
 ]
 
 
@@ -586,3 +878,31 @@ def test_all_endings_occur():
         "merlin_assassinated",
         "assassin_missed",
     }
+
+
+def test_all_endings_occur_under_the_release_rules():
+    reasons, events = Counter(), Counter()
+    for seed in range(200):
+        agent = AvalonScripted if seed % 2 else RandomAgent  # the scripted assassin waits
+        rec = play_game(
+            make_game("avalon", {**RELEASE, "tied_team_vote": "rejected"}),
+            [agent() for _ in range(6)],
+            seed,
+        )
+        check_record(rec)
+        reasons[rec["result"]["reason"]] += 1
+        successes = 0
+        for e in rec["events"]:
+            if e["type"] == "quest":
+                successes += e["data"]["success"]
+            elif e["type"] == "assassinate":
+                target = e["data"]["target"]
+                hit = target is not None and rec["players"][target]["role"] == "merlin"
+                kind = "pass" if target is None else "hit" if hit else "miss"
+                events[kind, "last" if successes == 3 else "early"] += 1
+            elif e["type"] == "forced_team":
+                events["forced_team"] += 1
+    assert set(reasons) == {"three_fails", "merlin_assassinated", "assassin_missed"}
+    assert {("pass", "early"), ("hit", "early"), ("miss", "early")} <= set(events)
+    assert {("hit", "last"), ("miss", "last")} <= set(events)
+    assert events["forced_team"] > 0 and ("pass", "last") not in events

@@ -13,11 +13,26 @@ from stackelberg.games import GAMES, IllegalActionError, make_game
 from stackelberg.games.base import SPEAK
 
 SEEDS = range(40)
+#: every non-default value of the rule options, set together (the paper's code release)
+RELEASE_OPTIONS = {
+    "avalon": {
+        "tied_team_vote": "approved",
+        "fifth_rejection": "quest_goes_anyway",
+        "assassin_timing": "once_after_any_quest",
+    },
+    "werewolf": {"guardian_may_repeat": True, "wolf_victim": "last_wolf"},
+    "onuw": {
+        "speaking_order": "shuffled_once",
+        "lone_wolf_peek": False,
+        "no_werewolf_result": "draw",
+        "deal_werewolf_to_player": True,
+    },
+}
 
 
-def drive(name: str, kind: str, seed: int):
+def drive(name: str, kind: str, seed: int, options: dict | None = None):
     """Play one game step by step, checking protocol invariants at every decision."""
-    game = make_game(name)
+    game = make_game(name, options)
     game.reset(seed)
     agents = [make_agent(kind, name) for _ in range(game.n_players)]
     for pid, agent in enumerate(agents):
@@ -53,6 +68,26 @@ def test_games_finish_and_records_conform(name, kind):
     for seed in SEEDS:
         game = drive(name, kind, seed)
         check_record(game.record([kind] * game.n_players), name)
+
+
+@pytest.mark.parametrize("kind", ["random", "scripted"])
+@pytest.mark.parametrize("name", list(GAMES))
+def test_release_rule_options_finish_and_records_conform(name, kind):
+    assert set(RELEASE_OPTIONS) == set(GAMES)
+    options = RELEASE_OPTIONS[name]
+    for seed in SEEDS:
+        game = drive(name, kind, seed, options)
+        rec = game.record([kind] * game.n_players)
+        check_record(rec, name)
+        assert {k: rec["config"][k] for k in options} == options
+        again = drive(name, kind, seed, options).record([kind] * game.n_players)
+        assert json.dumps(again) == json.dumps(rec)
+
+
+@pytest.mark.parametrize("name", list(GAMES))
+def test_default_records_name_no_rule_option(name):
+    rec = drive(name, "random", 0).record(None)
+    assert not set(RELEASE_OPTIONS[name]) & set(rec["config"])
 
 
 @pytest.mark.parametrize("name", list(GAMES))

@@ -13,7 +13,7 @@ from stackelberg.agents import make_agent
 from stackelberg.agents.runner import play_game
 from stackelberg.games import ConfigError, IllegalActionError, make_game
 from stackelberg.games.base import SPEAK
-from stackelberg.games.onuw import DEFAULT_DECKS, PAPER_ROLES, ROLE_TEAM
+from stackelberg.games.onuw import DEFAULT_DECKS, ONUW, PAPER_ROLES, ROLE_TEAM
 
 PAPER = ["seer", "robber", "troublemaker", "werewolf", "insomniac", "villager", "villager"]
 
@@ -31,7 +31,21 @@ EVENT_FIELDS = {
     "speech": {"text"},
     "vote": {"target"},
     "death": {"players"},
+    "speaking_order": {"order"},
 }
+#: the paper's code release
+RELEASE = {
+    "speaking_order": "shuffled_once",
+    "lone_wolf_peek": False,
+    "no_werewolf_result": "draw",
+    "deal_werewolf_to_player": True,
+}
+PAPER_NIGHT = [
+    (3, "werewolf_peek", "center:0"),
+    (0, "seer", 1),
+    (1, "rob", 0),
+    (2, "troublemake", (0, 1)),
+]
 
 
 def new(roles, **opts):
@@ -141,6 +155,22 @@ def test_default_decks_table():
         ),
         ({"allow_self_vote": "maybe"}, "allow_self_vote"),
         ({"players": 5}, "unknown option"),
+        (
+            {"speaking_order": "random"},
+            r"^onuw: speaking_order='random'; allowed: seat, shuffled_once$",
+        ),
+        (
+            {"no_werewolf_result": "village"},
+            r"^onuw: no_werewolf_result='village'; allowed: village_wins_if_nobody_dies, draw$",
+        ),
+        ({"lone_wolf_peek": "maybe"}, r"^onuw: option lone_wolf_peek='maybe' is not a valid bool$"),
+        (
+            {
+                "deal_werewolf_to_player": True,
+                "roles": "minion,seer,robber,troublemaker,villager,villager,insomniac",
+            },
+            r"^onuw: deal_werewolf_to_player=true needs a werewolf card in the deck; ",
+        ),
     ],
 )
 def test_bad_options(opts, message):
@@ -176,6 +206,16 @@ def test_string_options_are_parsed():
         "tanner",
     )
     assert make_game("onuw", {"roles": "none"}).config.roles is None
+    game = make_game(
+        "onuw",
+        {
+            "speaking_order": "shuffled_once",
+            "lone_wolf_peek": "false",
+            "no_werewolf_result": "draw",
+            "deal_werewolf_to_player": "true",
+        },
+    )
+    assert {k: getattr(game.config, k) for k in RELEASE} == RELEASE
 
 
 def test_fixed_roles_must_be_a_permutation():
@@ -644,6 +684,250 @@ def test_vote_deaths_and_winner(case):
     assert res["final_roles"] == cards
 
 
+# ---- rules where the paper's release differs (options) ---------------------------------------
+@pytest.mark.parametrize(
+    ("speaking_order", "rounds", "order"),
+    [
+        ("seat", 2, [0, 1, 2, 3, 4]),
+        # one order for the whole day: random.Random(0) shuffles [0..4] (a fixed deal draws nothing)
+        ("shuffled_once", 2, [2, 1, 0, 4, 3]),
+        ("shuffled_once", 3, [2, 1, 0, 4, 3]),
+    ],
+)
+def test_speaking_order(speaking_order, rounds, order):
+    game = night(new(PAPER, discussion_rounds=rounds, speaking_order=speaking_order), PAPER_NIGHT)
+    announced = [e for e in game.events if e.type == "speaking_order"]
+    if speaking_order == "seat":
+        assert not announced
+    else:
+        (ev,) = announced
+        assert game.events[-1] is ev  # right before the first speech
+        assert (ev.phase, ev.round, ev.player, ev.visible_to) == ("day", 1, None, "all")
+        assert ev.data == {"order": order}
+        assert game.describe_event(ev, 0) == (
+            "Day: every discussion round goes in this order: "
+            "Player 3, Player 2, Player 1, Player 5 and Player 4."
+        )
+    seen = []
+    while game.decision().kind == SPEAK:
+        d = game.decision()
+        seen.append((game.round, d.player, game.next_speaker()))
+        game.step("Hello.")
+    assert seen == [
+        (r, p, order[i + 1] if i + 1 < len(order) else None)
+        for r in range(1, rounds + 1)
+        for i, p in enumerate(order)
+    ]
+    assert game.decision().kind == "vote"
+
+
+def test_shuffled_order_without_discussion_is_not_announced():
+    game = night(new(PAPER, discussion_rounds=0, speaking_order="shuffled_once"), PAPER_NIGHT)
+    assert game.decision().kind == "vote"
+    assert not [e for e in game.events if e.type == "speaking_order"]
+
+
+TWO_WOLVES = ["werewolf", "robber", "troublemaker", "werewolf", "insomniac", "seer", "villager"]
+
+
+@pytest.mark.parametrize(
+    ("lone_wolf_peek", "roles", "actions", "expected"),
+    [
+        (
+            True,
+            PAPER,
+            PAPER_NIGHT[:2],
+            [
+                ("werewolves", None, {"werewolves": [3]}, (3,)),
+                ("werewolf_peek", 3, {"center_index": 0, "card": "villager"}, (3,)),
+                ("seer", 0, {"target": 1, "card": "robber"}, (0,)),
+            ],
+        ),
+        (
+            False,  # the release: the lone werewolf only learns it is alone
+            PAPER,
+            PAPER_NIGHT[1:2],
+            [
+                ("werewolves", None, {"werewolves": [3]}, (3,)),
+                ("seer", 0, {"target": 1, "card": "robber"}, (0,)),
+            ],
+        ),
+        (
+            True,  # two werewolves never peek
+            TWO_WOLVES,
+            [(1, "rob", 4)],
+            [
+                ("werewolves", None, {"werewolves": [0, 3]}, (0, 3)),
+                ("rob", 1, {"target": 4, "new_card": "insomniac"}, (1,)),
+            ],
+        ),
+        (
+            False,
+            TWO_WOLVES,
+            [(1, "rob", 4)],
+            [
+                ("werewolves", None, {"werewolves": [0, 3]}, (0, 3)),
+                ("rob", 1, {"target": 4, "new_card": "insomniac"}, (1,)),
+            ],
+        ),
+    ],
+)
+def test_lone_wolf_peek(lone_wolf_peek, roles, actions, expected):
+    game = new(roles, lone_wolf_peek=lone_wolf_peek)
+    for player, kind, action in actions:
+        d = game.decision()
+        assert (d.player, d.kind) == (player, kind)
+        game.step(action)
+    assert night_events(game) == expected
+    wolves = expected[0][2]["werewolves"]
+    text = game.observation(wolves[0]).text
+    assert ("you are the only werewolf" in text) == (len(wolves) == 1)
+    assert ("centre card" in text) == (len(wolves) == 1 and lone_wolf_peek)
+
+
+NOBODY = ["villager", "villager", "villager", "seer", "villager"]
+MINION = ["minion", "villager", "villager", "villager", "villager"]
+#: (id, no_werewolf_result, player cards (centre: seer, robber), votes, deaths, winner,
+#:  winners, reason)
+NO_WEREWOLF_TABLE = [
+    (
+        "rulebook_nobody_dies",
+        "village_wins_if_nobody_dies",
+        NOBODY,
+        [1, 2, 3, 4, 0],
+        [],
+        "village",
+        [0, 1, 2, 3, 4],
+        "nobody_died",
+    ),
+    ("release_nobody_dies_draw", "draw", NOBODY, [1, 2, 3, 4, 0], [], "draw", [], "nobody_died"),
+    (
+        "rulebook_innocent_dies",
+        "village_wins_if_nobody_dies",
+        NOBODY,
+        [1, 0, 0, 0, 0],
+        [0],
+        "draw",
+        [],
+        "innocent_died",
+    ),
+    ("release_innocent_dies", "draw", NOBODY, [1, 0, 0, 0, 0], [0], "draw", [], "innocent_died"),
+    (
+        "rulebook_minion_nobody_dies",
+        "village_wins_if_nobody_dies",
+        MINION,
+        [1, 2, 3, 4, 0],
+        [],
+        "village",
+        [1, 2, 3, 4],
+        "nobody_died",
+    ),
+    ("release_minion_nobody_dies", "draw", MINION, [1, 2, 3, 4, 0], [], "draw", [], "nobody_died"),
+    (
+        "release_minion_still_wins",
+        "draw",
+        MINION,
+        [1, 0, 1, 1, 1],
+        [1],
+        "werewolf",
+        [0],
+        "minion_survived",
+    ),
+    (
+        "release_tanner_still_wins",
+        "draw",
+        ["tanner", *NOBODY[1:]],
+        [1, 0, 0, 0, 0],
+        [0],
+        "tanner",
+        [0],
+        "tanner_died",
+    ),
+    (
+        "release_with_a_werewolf_unchanged",
+        "draw",
+        V5,
+        [3, 3, 3, 0, 0],
+        [3],
+        "village",
+        [0, 1, 2, 4],
+        "werewolf_died",
+    ),
+    (
+        "release_werewolf_survives_unchanged",
+        "draw",
+        V5,
+        [1, 2, 3, 4, 0],
+        [],
+        "werewolf",
+        [3],
+        "werewolves_survived",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", NO_WEREWOLF_TABLE, ids=[c[0] for c in NO_WEREWOLF_TABLE])
+def test_no_werewolf_result(case):
+    _, option, cards, votes, deaths, winner, winners, reason = case
+    game = new([*cards, "seer", "robber"], discussion_rounds=0, no_werewolf_result=option)
+    while game.decision().kind != "vote":
+        game.step(game.decision().options[0])
+    res = talk_and_vote(game, votes)
+    died = sorted(p for e in game.events if e.type == "death" for p in e.data["players"])
+    assert died == deaths
+    assert (res["winner"], res["winners"], res["reason"]) == (winner, winners, reason)
+
+
+@pytest.mark.parametrize(
+    ("seed", "deal_werewolf_to_player", "cards"),
+    [
+        (2, False, ["villager", "seer", "villager", "robber", "troublemaker"]),  # both in centre
+        (2, True, ["insomniac", "robber", "troublemaker", "villager", "werewolf"]),  # redrawn
+        (1, False, ["seer", "insomniac", "troublemaker", "villager", "werewolf"]),
+        (1, True, ["seer", "insomniac", "troublemaker", "villager", "werewolf"]),  # kept
+    ],
+)
+def test_deal_werewolf_to_player(seed, deal_werewolf_to_player, cards):
+    options = {"deal_werewolf_to_player": deal_werewolf_to_player}
+    game = make_game("onuw", options).reset(seed)
+    assert game.cards == cards
+    assert game.events[0].data["cards"] == cards
+
+
+def test_deal_werewolf_to_player_always_and_at_every_seat():
+    seats, centre = Counter(), 0
+    for seed in range(300):
+        plain = make_game("onuw").reset(seed)
+        centre += "werewolf" not in plain.cards
+        game = make_game("onuw", {"deal_werewolf_to_player": True}).reset(seed)
+        assert "werewolf" in game.cards
+        seats[game.cards.index("werewolf")] += 1
+        assert sorted(game.cards + game.center) == sorted(PAPER_ROLES)
+    assert set(seats) == set(range(5)) and min(seats.values()) > 40
+    assert 50 < centre < 120  # about 2/7 of plain deals put the werewolf in the centre
+    # a deal given to reset is kept as it is
+    game = new(NOBODY + ["werewolf", "seer"], deal_werewolf_to_player=True)
+    assert game.center == ["werewolf", "seer"]
+
+
+def test_rules_text_follows_the_options():
+    assert make_game("onuw").rules_text == ONUW.rules_text
+    text = make_game("onuw", RELEASE).rules_text
+    assert "(at least one player is dealt a werewolf)" in text
+    assert "a lone werewolf learns it is alone" in text and "may look at a centre" not in text
+    assert "one speaking order, drawn at random, for every round" in text
+    assert "nobody dying is a draw" in text
+
+
+def test_release_options_are_recorded_only_when_set():
+    agents = [make_agent("random", "onuw") for _ in range(5)]
+    rec = play_game(make_game("onuw"), agents, 0)
+    assert not set(RELEASE) & set(rec["config"])
+    rec = play_game(make_game("onuw", RELEASE), agents, 0)
+    assert {k: rec["config"][k] for k in RELEASE} == RELEASE
+    assert ONUW.restore(rec).config == make_game("onuw", RELEASE).config
+
+
 def test_hunter_death_event_names_the_hunter():
     game = new(
         ["hunter", "villager", "villager", "werewolf", "villager", "seer", "robber"],
@@ -762,9 +1046,11 @@ def replay_and_check(rec: dict) -> None:
     assert deal["type"] == "deal" and deal["visible_to"] == [] and deal["player"] is None
     cards, center = list(deal["data"]["cards"]), list(deal["data"]["center"])
     assert [p["role"] for p in rec["players"]] == cards
+    assert "werewolf" in cards or not cfg.get("deal_werewolf_to_player", False)
     assert sorted(cards + center) == sorted(cfg["roles"] or DEFAULT_DECKS[n + cfg["center_cards"]])
     copy = None
     dealt = list(cards)
+    peeks = expected_peeks = 0
     for e in events[1:]:
         t, d, p = e["type"], e["data"], e["player"]
         if e["phase"] == "night":
@@ -783,8 +1069,10 @@ def replay_and_check(rec: dict) -> None:
                 if dealt[q] == "werewolf" or (dealt[q] == "doppelganger" and copy == "werewolf")
             ]
             assert d["werewolves"] == wolves == e["visible_to"]
+            expected_peeks = int(len(wolves) == 1 and cfg.get("lone_wolf_peek", True))
         elif t == "werewolf_peek":
             assert d["card"] == center[d["center_index"]]
+            peeks += 1
         elif t == "seer":
             if "target" in d:
                 assert d["card"] == cards[d["target"]] and d["target"] != p
@@ -803,11 +1091,21 @@ def replay_and_check(rec: dict) -> None:
             cards[p], center[i] = center[i], cards[p]
         elif t == "insomniac":
             assert d["card"] == cards[p]
+    assert peeks == expected_peeks
     final = [copy if c == "doppelganger" and copy else c for c in cards]
     assert res["final_roles"] == final
     speeches = [e for e in events if e["type"] == "speech"]
+    announced = [(i, e) for i, e in enumerate(events) if e["type"] == "speaking_order"]
+    order = list(range(n))
+    if cfg.get("speaking_order", "seat") == "shuffled_once" and cfg["discussion_rounds"]:
+        ((i, ann),) = announced
+        order = ann["data"]["order"]
+        assert sorted(order) == list(range(n)) and ann["visible_to"] == "all"
+        assert events[i + 1] is speeches[0] and events[i - 1]["phase"] == "night"
+    else:
+        assert not announced
     assert [(e["round"], e["player"]) for e in speeches] == [
-        (r, q) for r in range(1, cfg["discussion_rounds"] + 1) for q in range(n)
+        (r, q) for r in range(1, cfg["discussion_rounds"] + 1) for q in order
     ]
     votes = [e for e in events if e["type"] == "vote"]
     assert [e["player"] for e in votes] == list(range(n))
@@ -835,7 +1133,8 @@ def replay_and_check(rec: dict) -> None:
         if team == "tanner":
             ok = q in dead
         elif team == "village":
-            ok = bool(set(wolves) & set(dead)) if wolves else not dead
+            village_may_win = cfg.get("no_werewolf_result", "") != "draw"
+            ok = bool(set(wolves) & set(dead)) if wolves else (not dead and village_may_win)
         else:
             ok = (
                 (not set(wolves) & set(dead) and not tanner)
@@ -861,6 +1160,9 @@ CONFIGS = st.fixed_dictionaries(
         "center_cards": st.integers(1, 3),
         "discussion_rounds": st.integers(0, 3),
         "allow_self_vote": st.booleans(),
+        "speaking_order": st.sampled_from(["seat", "shuffled_once"]),
+        "lone_wolf_peek": st.booleans(),
+        "no_werewolf_result": st.sampled_from(["village_wins_if_nobody_dies", "draw"]),
     }
 )
 ALL_CARDS = [
@@ -892,6 +1194,9 @@ def test_games_obey_the_rules(seed, opts, kind, data):
     n_cards = opts["n_players"] + opts["center_cards"]
     if data.draw(st.booleans(), label="all_roles"):
         opts = {**opts, "roles": tuple(data.draw(st.permutations(ALL_CARDS))[:n_cards])}
+    deck = opts.get("roles") or DEFAULT_DECKS[n_cards]
+    if "werewolf" in deck and data.draw(st.booleans(), label="deal_werewolf_to_player"):
+        opts = {**opts, "deal_werewolf_to_player": True}
     game = make_game("onuw", opts)
     rec = play_game(game, [make_agent(kind, "onuw") for _ in range(opts["n_players"])], seed)
     replay_and_check(rec)

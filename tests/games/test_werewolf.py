@@ -102,6 +102,78 @@ def test_guardian_cannot_repeat_but_can_change():
     assert last(game, "eliminate").data == {"player": None}
 
 
+# wolves 0, 1, 2; seer 3; guardian 4; villagers 5..8
+THREE = ["werewolf"] * 3 + ["seer", "guardian"] + ["villager"] * 4
+#: (wolf_victim, roles, the wolves' choices in seat order, victim); after the wolves the
+#: guardian protects itself and the seer inspects Player 1
+WOLF_VICTIM_TABLE = [
+    ("plurality_lowest_seat", PAPER, [4, 5], 4),  # disagreement: the lower seat
+    ("last_wolf", PAPER, [4, 5], 5),  # the release: the second wolf has the last word
+    ("last_wolf", PAPER, [6, 5], 5),
+    ("last_wolf", PAPER, [4, 4], 4),
+    ("plurality_lowest_seat", THREE, [6, 6, 5], 6),  # majority
+    ("last_wolf", THREE, [6, 6, 5], 5),  # the last wolf, even against a majority
+    ("plurality_lowest_seat", THREE, [5, 6, 7], 5),
+    ("last_wolf", THREE, [5, 6, 7], 7),
+]
+
+
+@pytest.mark.parametrize(("wolf_victim", "roles", "choices", "victim"), WOLF_VICTIM_TABLE)
+def test_wolf_victim(wolf_victim, roles, choices, victim):
+    guardian = roles.index("guardian")
+    game = play(choices + [guardian, 0], roles, wolf_victim=wolf_victim)
+    assert [e.data["target"] for e in of_type(game, "wolf_choice")] == choices
+    assert last(game, "kill").data == {"target": victim}
+    assert last(game, "death").data == {"players": [victim]}
+
+
+def test_last_wolf_alone_decides():
+    # night 1: the second wolf's choice (5) dies; day 1 eliminates wolf 1; night 2 wolf 0 alone
+    day1 = talk(6) + [1, 0, 1, 1, 1, 1]
+    game = play([4, 5, 3, 0] + day1 + [6, 2, 4], wolf_victim="last_wolf")
+    assert [e.data for e in of_type(game, "eliminate")] == [{"player": 1}]
+    assert [(e.player, e.data) for e in of_type(game, "wolf_choice")][-1] == (0, {"target": 6})
+    assert [e.data for e in of_type(game, "death")] == [{"players": [5]}, {"players": [6]}]
+
+
+@pytest.mark.parametrize(
+    ("guardian_may_repeat", "options"),
+    [(False, (0, 1, 2, 3, 6)), (True, (0, 1, 2, 3, 5, 6))],
+)
+def test_guardian_may_repeat(guardian_may_repeat, options):
+    # night 1: the guardian (3) protects 5 and the wolves kill 4; night 2 they attack 5
+    day1 = talk(6) + [None] * 6
+    game = play([4, 4, 5, 0] + day1 + [5, 5], guardian_may_repeat=guardian_may_repeat)
+    d = game.decision()
+    assert (d.kind, d.player, d.options) == ("protect", 3, options)
+    if not guardian_may_repeat:
+        with pytest.raises(IllegalActionError):
+            game.step(5)
+        return
+    game.step(5)
+    game.step(1)
+    assert [e.data for e in of_type(game, "protect")] == [{"target": 5}, {"target": 5}]
+    assert last(game, "death").data == {"players": []}  # protected twice in a row
+
+
+def test_rules_text_follows_the_options():
+    assert play([]).rules_text == Werewolf.rules_text
+    text = play([], guardian_may_repeat=True, wolf_victim="last_wolf").rules_text
+    assert "not the same one two nights in a row" not in text and "any living player" in text
+    assert "the last wolf's choice counts" in text
+    assert play([], wolf_victim="last_wolf").rules_text.count("two nights in a row") == 1
+
+
+def test_release_options_are_recorded_only_when_set():
+    agents = [make_agent("random", "werewolf") for _ in range(7)]
+    rec = play_game(make_game("werewolf"), agents, 0)
+    assert "guardian_may_repeat" not in rec["config"] and "wolf_victim" not in rec["config"]
+    options = {"guardian_may_repeat": True, "wolf_victim": "last_wolf"}
+    rec = play_game(make_game("werewolf", options), agents, 0)
+    assert {k: rec["config"][k] for k in options} == options
+    assert Werewolf.restore(rec).config == make_game("werewolf", options).config
+
+
 def test_seer_inspect():
     game = play([4, 4, 3])
     d = game.decision()
@@ -395,6 +467,11 @@ def test_illegal_action_names_action_player_and_options():
         ({"roles": "seer,villager,villager"}, "at least one werewolf"),
         ({"roles": "werewolf,seer,seer,villager,villager"}, "2 seer"),
         ({"colour": "red"}, "unknown option"),
+        (
+            {"wolf_victim": "random"},
+            "werewolf: wolf_victim='random'; allowed: plurality_lowest_seat, last_wolf",
+        ),
+        ({"guardian_may_repeat": "maybe"}, "guardian_may_repeat='maybe'"),
     ],
 )
 def test_config_errors(options, fragment):
@@ -413,9 +490,12 @@ def test_string_options_are_parsed():
             "wolf_win": "all_villagers_dead",
             "max_days": "3",
             "roles": "none",
+            "guardian_may_repeat": "yes",
+            "wolf_victim": "last_wolf",
         },
     )
     cfg = game.config
+    assert (cfg.guardian_may_repeat, cfg.wolf_victim) == (True, "last_wolf")
     assert (cfg.allow_abstain, cfg.vote_tie, cfg.reveal_on_death, cfg.wolf_win, cfg.max_days) == (
         False,
         "none",
@@ -462,18 +542,29 @@ def check_record(rec):
     voters: list[int] = []
     last_guard = None
     day = 0
+    choices: list[tuple[int, int]] = []  # this night's wolf choices (wolf, target)
     for ev in rec["events"]:
         t, d, vis = ev["type"], ev["data"], ev["visible_to"]
         assert set(d) == EVENT_FIELDS[t], ev
         if t in ("werewolves", "wolf_choice"):
             assert vis == wolves
+        if t == "wolf_choice":
+            choices.append((ev["player"], d["target"]))
         if t == "kill":
             assert set(wolves) <= set(vis) and d["target"] not in wolves
             assert set(vis) - set(wolves) <= {seat.get("witch")}
+            assert [w for w, _ in choices] == sorted(w for w in wolves if w in alive)
+            if cfg.get("wolf_victim", "plurality_lowest_seat") == "last_wolf":
+                assert d["target"] == choices[-1][1]
+            else:
+                named = Counter(c for _, c in choices)
+                top = max(named.values())
+                assert d["target"] == min((w, c) for w, c in choices if named[c] == top)[1]
+            choices = []
         if t in ("protect", "save", "poison", "inspect"):
             assert vis == [ev["player"]] and ev["player"] in alive
         if t == "protect" and roles[ev["player"]] == "guardian":
-            assert d["target"] != last_guard
+            assert d["target"] != last_guard or cfg.get("guardian_may_repeat", False)
             last_guard = d["target"]
         if t == "inspect":
             assert d["is_werewolf"] == (roles[d["target"]] == "werewolf")
@@ -523,8 +614,16 @@ def check_record(rec):
     reveal=st.booleans(),
     wolf_win=st.sampled_from(["parity", "all_villagers_dead"]),
     max_days=st.integers(1, 10),
+    release=st.fixed_dictionaries(
+        {
+            "guardian_may_repeat": st.booleans(),
+            "wolf_victim": st.sampled_from(["plurality_lowest_seat", "last_wolf"]),
+        }
+    ),
 )
-def test_whole_games_obey_the_rules(seed, kind, setup, abstain, tie, reveal, wolf_win, max_days):
+def test_whole_games_obey_the_rules(
+    seed, kind, setup, abstain, tie, reveal, wolf_win, max_days, release
+):
     options = {
         "roles": setup,
         "allow_abstain": abstain,
@@ -532,6 +631,7 @@ def test_whole_games_obey_the_rules(seed, kind, setup, abstain, tie, reveal, wol
         "reveal_on_death": reveal,
         "wolf_win": wolf_win,
         "max_days": max_days,
+        **release,
     }
     game = make_game("werewolf", options)
     agents = [make_agent(kind, "werewolf") for _ in range(game.config.n_players)]

@@ -22,15 +22,27 @@ Per quest (round = quest number 1..5) and attempt (1..5), the phases are:
     vote         every player approves or rejects (kind "vote"; options (True, False)), asked
                  one at a time in seat order from the leader, revealed together (one ``vote``
                  event per player in id order, then ``team_result``). Strict majority
-                 approves; a tie rejects. The leader seat passes clockwise after every vote.
+                 approves; a tie rejects (approves with ``tied_team_vote="approved"``). The
+                 leader seat passes clockwise after every vote.
     quest        (approved team) each member plays a card (kind "quest"; options (True,) for
                  good players, (True, False) for evil; True = Success), asked in id order;
                  only the number of Fail cards is revealed (``quest`` event).
-A fifth rejection in a row within one quest: evil wins at once ("five_rejections").
+A fifth rejection in a row within one quest: evil wins at once ("five_rejections"); with
+``fifth_rejection="quest_goes_anyway"`` the fifth (rejected) team goes on the quest all the
+same (event ``forced_team`` after the ``team_result``).
 Three failed quests: evil wins ("three_fails"). Three successful quests: phase
 "assassination", the Assassin names one player (kind "assassinate"; options: every player
 except the Assassin and the evil players the Assassin sees, i.e. the good players plus Oberon
 if present); Merlin named -> evil wins ("merlin_assassinated"), else good ("assassin_missed").
+With ``assassin_timing="once_after_any_quest"`` the Assassin has one attempt in the whole
+game, offered after every quest that does not end the game with a third failure (phase
+"assassination", round = that quest): the options are the same players plus None (keep the
+attempt for later; logged as ``assassinate`` {"target": None}, visible to the Assassin
+only). Merlin named -> evil wins at once ("merlin_assassinated"); a wrong name is public and
+play goes on. At the third successful quest the Assassin, if the attempt is unused, must
+name a player then (no None: passing would only hand good the win), and good wins unless
+that is Merlin; with the attempt already spent, good wins at once. Either way the reason of
+a good win is "assassin_missed".
 
 Events (every event has phase and round; ``player`` is the actor or None):
     knowledge    player=learner, {"sees": [ids]}, visible to the learner only
@@ -38,14 +50,23 @@ Events (every event has phase and round; ``player`` is the actor or None):
     propose      player=leader, {"quest": 1..5, "attempt": 1..5, "team": [ids]}, all
     vote         player=voter, {"approve": bool}, all (logged together at the reveal)
     team_result  None, {"approved": bool, "approvals": int}, all
+    forced_team  None, {"quest": int, "attempt": 5, "team": [ids]}, all (only with
+                 fifth_rejection="quest_goes_anyway": the rejected fifth team goes anyway)
     quest        None, {"quest": int, "team": [ids], "fails": int, "success": bool}, all
-    assassinate  player=assassin, {"target": id}, all
+    assassinate  player=assassin, {"target": id}, all; {"target": None} (a pass, only with
+                 assassin_timing="once_after_any_quest"), visible to the assassin only
 Result: {"winner": "good"|"evil", "winners": [ids of that team], "reason": one of
 "three_fails", "five_rejections", "assassin_missed", "merlin_assassinated"}.
 
 Options (``Avalon.Config``): n_players (5..10, default 6), roles (explicit role list),
 mordred / oberon (default false: replace a ``minion`` card, or Morgana when the count has no
-minion card), merlin_sees_oberon (default true).
+minion card), merlin_sees_oberon (default true), and three rules where the paper's code
+release differs from the rulebook (each named in a record only when not at its default):
+    tied_team_vote   "rejected" (default, rulebook) | "approved" (release: half the votes
+                     approve)
+    fifth_rejection  "evil_wins" (default, rulebook) | "quest_goes_anyway" (release)
+    assassin_timing  "after_three_successes" (default, rulebook) | "once_after_any_quest"
+                     (release)
 """
 
 from __future__ import annotations
@@ -64,6 +85,8 @@ from stackelberg.games.base import (
     GameError,
     IllegalActionError,
     Player,
+    check_choice,
+    option,
     player_name,
 )
 
@@ -92,8 +115,12 @@ TEAM_SIZES: dict[int, tuple[int, ...]] = {
 }
 #: Quest 4 needs two Fail cards when the table has at least this many players.
 TWO_FAIL_QUEST, TWO_FAIL_MIN_PLAYERS = 4, 7
-MAX_ATTEMPTS = 5  # the fifth rejection in a row within one quest: evil wins
+MAX_ATTEMPTS = 5  # the fifth rejection in a row within one quest: evil wins (by default)
 WINS_NEEDED = 3
+#: option values; the first is the default (the rulebook), the second the paper's release
+TIED_TEAM_VOTES: tuple[str, ...] = ("rejected", "approved")
+FIFTH_REJECTIONS: tuple[str, ...] = ("evil_wins", "quest_goes_anyway")
+ASSASSIN_TIMINGS: tuple[str, ...] = ("after_three_successes", "once_after_any_quest")
 #: Which default card a ``mordred`` / ``oberon`` option replaces, first available wins.
 REPLACES: tuple[str, ...] = ("minion", "morgana")
 
@@ -153,6 +180,12 @@ class AvalonConfig:
     mordred: bool = False  # Mordred replaces a minion card (Morgana if none); hidden from Merlin
     oberon: bool = False  # Oberon replaces a minion card (Morgana if none); unseen by evil
     merlin_sees_oberon: bool = True  # whether Merlin's knowledge includes Oberon
+    #: a team vote with as many approvals as rejections: "rejected" or "approved"
+    tied_team_vote: str = option("rejected")
+    #: the fifth rejected team in a row in a quest: "evil_wins" or "quest_goes_anyway"
+    fifth_rejection: str = option("evil_wins")
+    #: "after_three_successes" or "once_after_any_quest" (one attempt, offered after each quest)
+    assassin_timing: str = option("after_three_successes")
 
     def __post_init__(self) -> None:
         if isinstance(self.n_players, bool) or self.n_players not in EVIL_COUNT:
@@ -160,6 +193,9 @@ class AvalonConfig:
         for name in ("mordred", "oberon", "merlin_sees_oberon"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"avalon: {name}={getattr(self, name)!r} must be true or false")
+        check_choice("avalon", "tied_team_vote", self.tied_team_vote, TIED_TEAM_VOTES)
+        check_choice("avalon", "fifth_rejection", self.fifth_rejection, FIFTH_REJECTIONS)
+        check_choice("avalon", "assassin_timing", self.assassin_timing, ASSASSIN_TIMINGS)
         if self.roles is None:
             default_roles(self.n_players, self.mordred, self.oberon)
             return
@@ -224,6 +260,7 @@ class Avalon(Game):
 
     def __init__(self, config: Any = None) -> None:
         super().__init__(config)
+        self.rules_text = _rules_text(self.config)
         self._decision: Decision | None = None
         self._reset_state()
 
@@ -238,6 +275,7 @@ class Avalon(Game):
         self.winner: str | None = None
         self.reason: str | None = None
         self.assassin_target: int | None = None
+        self.assassin_struck = False  # the Assassin has named a player
         self._order: list[int] = []
         self._idx = 0
         self._votes: dict[int, bool] = {}
@@ -335,21 +373,35 @@ class Avalon(Game):
             options = tuple(
                 p for p in range(self.config.n_players) if p != assassin and p not in known
             )
-            self._decision = Decision(
-                assassin, KIND_ASSASSINATE, options, "Name the player you believe is Merlin."
-            )
+            prompt = "Name the player you believe is Merlin."
+            if self._may_pass():
+                options += (None,)
+                prompt = (
+                    f"Quest {q} is over. Name the player you believe is Merlin (your one "
+                    "attempt: right, evil wins; wrong, the game goes on), or None to wait."
+                )
+            self._decision = Decision(assassin, KIND_ASSASSINATE, options, prompt)
         else:
             self._decision = None
 
     def _assassin(self) -> int:
         return next(p.id for p in self.players if p.role == "assassin")
 
+    def _any_quest(self) -> bool:
+        return self.config.assassin_timing == "once_after_any_quest"
+
+    def _may_pass(self) -> bool:
+        """Whether the Assassin may keep the attempt for later (not at the last chance)."""
+        return self._any_quest() and self.quest_results.count(True) < WINS_NEEDED
+
     def decision(self) -> Decision | None:
         return self._decision
 
     def _apply(self, decision: Decision, action: Any) -> None:
         # base.step checks membership, where True == 1: also insist on the option's type
-        if decision.options is not None and type(action) is not type(decision.options[0]):
+        if decision.options is not None and not any(
+            type(action) is type(o) for o in decision.options
+        ):
             raise IllegalActionError(
                 f"avalon: illegal action {action!r} by {player_name(decision.player)} for "
                 f"{decision.kind!r}: expected a {type(decision.options[0]).__name__}; "
@@ -395,12 +447,19 @@ class Avalon(Game):
             else:
                 self._set_decision()
         elif phase == "assassination":
+            if action is None:  # the Assassin waits (assassin_timing="once_after_any_quest")
+                self.log("assassinate", decision.player, {"target": None}, (decision.player,))
+                self._next_quest()
+                return
             self.assassin_target = action
+            self.assassin_struck = True
             self.log("assassinate", decision.player, {"target": action})
             if self.players[action].role == "merlin":
                 self._finish(EVIL, "merlin_assassinated")
-            else:
+            elif not self._any_quest() or self.quest_results.count(True) == WINS_NEEDED:
                 self._finish(GOOD, "assassin_missed")
+            else:
+                self._next_quest()
         else:  # pragma: no cover - no decision is pending when over
             raise GameError(f"avalon: no action expected in phase {phase!r}")
 
@@ -409,10 +468,23 @@ class Avalon(Game):
         for pid in range(n):
             self.log("vote", pid, {"approve": self._votes[pid]})
         approvals = sum(self._votes.values())
-        approved = approvals * 2 > n
+        approved = approvals * 2 > n or (
+            approvals * 2 == n and self.config.tied_team_vote == "approved"
+        )
         self.log("team_result", None, {"approved": approved, "approvals": approvals})
         self.leader = (self.leader + 1) % n
-        if approved:
+        forced = (
+            not approved
+            and self.attempt == MAX_ATTEMPTS
+            and self.config.fifth_rejection == "quest_goes_anyway"
+        )
+        if forced:
+            self.log(
+                "forced_team",
+                None,
+                {"quest": self.quest, "attempt": self.attempt, "team": list(self.team)},
+            )
+        if approved or forced:
             self.phase = "quest"
             self._idx = 0
             self._fails = 0
@@ -438,13 +510,22 @@ class Avalon(Game):
         self.quest_results.append(success)
         if self.quest_results.count(False) == WINS_NEEDED:
             self._finish(EVIL, "three_fails")
-        elif self.quest_results.count(True) == WINS_NEEDED:
+        elif self._any_quest() and not self.assassin_struck:
             self.phase = "assassination"
             self._set_decision()
+        elif self.quest_results.count(True) == WINS_NEEDED:
+            if self._any_quest():  # the one attempt was spent and missed
+                self._finish(GOOD, "assassin_missed")
+            else:
+                self.phase = "assassination"
+                self._set_decision()
         else:
-            self.quest += 1
-            self.attempt = 1
-            self._start_discussion()
+            self._next_quest()
+
+    def _next_quest(self) -> None:
+        self.quest += 1
+        self.attempt = 1
+        self._start_discussion()
 
     def _finish(self, winner: str, reason: str) -> None:
         self.winner, self.reason = winner, reason
@@ -481,6 +562,11 @@ class Avalon(Game):
         if t == "team_result":
             verdict = "approved" if d["approved"] else "rejected"
             return f"The team is {verdict} ({d['approvals']} of {self.n_players} approve)."
+        if t == "forced_team":
+            return (
+                f"That was the fifth rejected team in a row: {_names(d['team'])} go on quest "
+                f"{d['quest']} anyway."
+            )
         if t == "quest":
             verdict = "succeeds" if d["success"] else "fails"
             return (
@@ -488,7 +574,13 @@ class Avalon(Game):
                 f"Fail card{'s' if d['fails'] != 1 else ''}."
             )
         if t == "assassinate":
-            return f"The Assassin ({player_name(event.player)}) names {player_name(d['target'])} as Merlin."
+            if d["target"] is None:
+                return f"After quest {event.round} you keep your assassination attempt for later."
+            line = f"The Assassin ({player_name(event.player)}) names {player_name(d['target'])} as Merlin."
+            if self.config.assassin_timing == "once_after_any_quest":
+                hit = self.players[d["target"]].role == "merlin"
+                line += " That is Merlin." if hit else " That is not Merlin."
+            return line
         if t == "knowledge":
             role = self.players[event.player].role
             seen = _names(d["sees"]) if d["sees"] else "nobody"
@@ -524,3 +616,33 @@ class Avalon(Game):
 
 def _names(ids: list[int] | tuple[int, ...]) -> str:
     return ", ".join(player_name(p) for p in ids)
+
+
+def _rules_text(cfg: AvalonConfig) -> str:
+    """``Avalon.rules_text`` adapted to the options that change a stated rule."""
+    text = Avalon.rules_text
+    changes = []
+    if cfg.tied_team_vote == "approved":
+        changes.append(("a strict majority approves", "half the votes or more approve"))
+    if cfg.fifth_rejection == "quest_goes_anyway":
+        changes.append(
+            (
+                "Five rejected teams in a row in one quest: evil wins.",
+                "After five rejected teams in a row in one quest, the fifth team goes on the "
+                "quest anyway.",
+            )
+        )
+    if cfg.assassin_timing == "once_after_any_quest":
+        changes.append(
+            (
+                "Three successful quests: the Assassin names one player; if that is Merlin evil "
+                "wins, otherwise good wins.",
+                "Once in the game, after any quest, the Assassin may name one player as Merlin: "
+                "if right, evil wins at once; if wrong, play goes on. Three successful quests: "
+                "good wins, unless the Assassin has not tried yet and now names Merlin.",
+            )
+        )
+    for old, new in changes:
+        assert old in text, old
+        text = text.replace(old, new)
+    return text

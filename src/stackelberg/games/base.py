@@ -343,12 +343,31 @@ class Game(ABC):
         }
 
 
+#: Metadata key of a config field that a record names only when it is not at its default:
+#: options added after records were first written, so that a game at the default rules keeps
+#: a byte-identical record (``restore`` fills a missing option with its default).
+RECORD_IF_SET = "record_if_set"
+
+
+def option(default: Any) -> Any:
+    """A config field recorded only when set to something other than ``default``."""
+    return dataclasses.field(default=default, metadata={RECORD_IF_SET: True})
+
+
 def config_dict(config: Any) -> dict[str, Any]:
     out = {}
     for f in dataclasses.fields(config):
         v = getattr(config, f.name)
+        if f.metadata.get(RECORD_IF_SET) and v == f.default:
+            continue
         out[f.name] = list(v) if isinstance(v, tuple) else v
     return out
+
+
+def check_choice(game: str, name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    """Raise a one-line ConfigError unless ``value`` is one of ``allowed``."""
+    if value not in allowed:
+        raise ConfigError(f"{game}: {name}={value!r}; allowed: {', '.join(allowed)}")
 
 
 __all__ = [
@@ -362,7 +381,10 @@ __all__ = [
     "IllegalActionError",
     "Observation",
     "Player",
+    "RECORD_IF_SET",
+    "check_choice",
     "config_dict",
+    "option",
     "parse_config",
     "player_name",
 ]

@@ -18,6 +18,19 @@ doppelganger; None = ``DEFAULT_DECKS[n_players + center_cards]``, which is the p
 7 cards), ``discussion_rounds`` (0..10, default 3), ``allow_self_vote`` (default false).
 ``reset(seed, roles)`` takes the player cards followed by the centre cards.
 
+Four options settle rules where the paper's code release differs from the rulebook (each is
+named in a record only when not at its default):
+- ``speaking_order``: "seat" (default: seat order every round) or "shuffled_once" (release:
+  one order drawn with ``self.rng`` right after the deal, used in every round and announced
+  at the start of the day as ``speaking_order`` {"order": [ids]}, visible to all).
+- ``lone_wolf_peek``: true (default, rulebook) or false (release: a lone werewolf only learns
+  it is alone).
+- ``no_werewolf_result``: "village_wins_if_nobody_dies" (default, rulebook) or "draw"
+  (release: with no werewolf among the players the village cannot win).
+- ``deal_werewolf_to_player``: false (default: a plain shuffle, so all werewolf cards may
+  lie in the centre) or true (release: the shuffle is redrawn until a player holds a
+  werewolf card; the deck must contain one; a deal given to ``reset`` is kept as it is).
+
 Encoding of choices: a player is its id (int); centre cards are strings ``"center:i"`` (one
 card) and ``"center:i,j"`` (two cards, i < j), 0-based; a troublemaker choice is a tuple
 ``(a, b)`` of player ids with a < b. Text shows "Player N" (id + 1) and "centre card i+1".
@@ -33,8 +46,9 @@ Night (phase "night", round 1), in wake order; a player acts by the card DEALT t
    role (final_roles shows the copied role). Not implemented: nothing; a doppelganger card
    that was never copied (dealt to the centre) counts as a plain village card.
 2. werewolves: event ``werewolves`` {"werewolves": [ids]} visible to them (player None).
-   A lone werewolf (exactly one awake) looks at one centre card: decision
-   ``werewolf_peek`` (options "center:i"), event ``werewolf_peek`` {"center_index", "card"}.
+   A lone werewolf (exactly one awake) looks at one centre card, unless ``lone_wolf_peek``
+   is false: decision ``werewolf_peek`` (options "center:i"), event ``werewolf_peek``
+   {"center_index", "card"}.
 3. minion: event ``minion`` {"werewolves": [ids]} visible to the minion(s) (the werewolves
    do not learn the minion).
 4. masons: event ``masons`` {"masons": [ids]} visible to the masons.
@@ -54,7 +68,8 @@ action is compulsory (the rulebook's "may" is not modelled). Night events are vi
 actor only.
 
 Day (phase "day", round r = 1..discussion_rounds): every player speaks once per round in
-seat order (decision ``speak``, event ``speech`` {"text"}). Vote (phase "vote", round 1):
+seat order, or in the drawn order with ``speaking_order="shuffled_once"`` (decision
+``speak``, event ``speech`` {"text"}). Vote (phase "vote", round 1):
 each player names another player (self too when ``allow_self_vote``), asked one at a time;
 all ``vote`` {"target"} events are logged together in seat order after the last vote.
 Then ``death`` {"players": [ids]} (player None; [] when nobody dies): the players with the
@@ -65,8 +80,9 @@ Hunter (by final card) also kills the player they voted for: one more ``death`` 
 Win (RULES.md rule 7; W = players whose final card is a werewolf):
 - W not empty: village wins if a werewolf dies; otherwise werewolves (werewolf and minion
   final cards) win unless a tanner died.
-- W empty: village wins only if nobody dies; if someone died and no tanner died, the werewolf
-  team (the minion) wins if a player other than a minion died (rulebook).
+- W empty: village wins only if nobody dies (with ``no_werewolf_result="draw"``, never: that
+  is a draw, reason "nobody_died"); if someone died and no tanner died, the werewolf team
+  (the minion) wins if a player other than a minion died (rulebook).
 - A tanner (final card) wins if they die. Several teams may win together.
 Result: {"winner": the teams of the winners joined by "+" in the order village, werewolf,
 tanner, or "draw" when nobody wins, "winners": [ids], "reason": "werewolf_died" | "werewolves_survived"
@@ -89,6 +105,8 @@ from stackelberg.games.base import (
     Game,
     GameError,
     Player,
+    check_choice,
+    option,
     player_name,
 )
 
@@ -154,6 +172,9 @@ MAX_COUNT: dict[str, int] = {"doppelganger": 1}
 DECISION_KINDS = frozenset(
     {"doppelganger", "werewolf_peek", "seer", "rob", "troublemake", "drunk", SPEAK, "vote"}
 )
+#: option values (default first; the second is the paper's release)
+SPEAKING_ORDERS: tuple[str, ...] = ("seat", "shuffled_once")
+NO_WEREWOLF_RESULTS: tuple[str, ...] = ("village_wins_if_nobody_dies", "draw")
 #: team order in a joint "winner" string
 TEAM_ORDER: tuple[str, ...] = ("village", "werewolf", "tanner")
 PROMPTS: dict[str, str] = {
@@ -196,6 +217,14 @@ class ONUWConfig:
     discussion_rounds: int = 3
     #: a player may vote for themself
     allow_self_vote: bool = False
+    #: "seat" (seat order every round) or "shuffled_once" (one random order for the day)
+    speaking_order: str = option("seat")
+    #: a lone werewolf looks at one centre card
+    lone_wolf_peek: bool = option(True)
+    #: no werewolf among the players: "village_wins_if_nobody_dies" or "draw"
+    no_werewolf_result: str = option("village_wins_if_nobody_dies")
+    #: redraw the deal until a player holds a werewolf card
+    deal_werewolf_to_player: bool = option(False)
 
     def __post_init__(self) -> None:
         for name, lo, hi in (
@@ -206,13 +235,21 @@ class ONUWConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
                 raise ConfigError(f"onuw: {name}={v!r}; must be an integer from {lo} to {hi}")
-        if not isinstance(self.allow_self_vote, bool):
+        for name in ("allow_self_vote", "lone_wolf_peek", "deal_werewolf_to_player"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"onuw: {name}={getattr(self, name)!r} must be true or false")
+        check_choice("onuw", "speaking_order", self.speaking_order, SPEAKING_ORDERS)
+        check_choice("onuw", "no_werewolf_result", self.no_werewolf_result, NO_WEREWOLF_RESULTS)
+        if self.roles is not None:
+            self._check_roles()
+        if self.deal_werewolf_to_player and "werewolf" not in self.deck:
             raise ConfigError(
-                f"onuw: allow_self_vote={self.allow_self_vote!r} must be true or false"
+                "onuw: deal_werewolf_to_player=true needs a werewolf card in the deck; "
+                f"the cards are {', '.join(self.deck)}"
             )
+
+    def _check_roles(self) -> None:
         n_cards = self.n_players + self.center_cards
-        if self.roles is None:
-            return
         roles = tuple(self.roles)
         object.__setattr__(self, "roles", roles)
         bad = [r for r in roles if r not in ROLE_TEAM]
@@ -262,19 +299,25 @@ class ONUW(Game):
         "dies; the tanner wins only if he dies, and then the werewolves cannot win."
     )
 
+    def __init__(self, config: Any = None) -> None:
+        super().__init__(config)
+        self.rules_text = _rules_text(self.config)
+
     # ---- setup ---------------------------------------------------------------------------
     def _setup(self, roles: list[str] | None) -> None:
         cfg = self.config
         deck = list(cfg.deck)
+        n = cfg.n_players
         if roles is None:
             roles = deck
             self.rng.shuffle(roles)
+            while cfg.deal_werewolf_to_player and "werewolf" not in roles[:n]:
+                self.rng.shuffle(roles)
         elif sorted(roles) != sorted(deck):
             raise ConfigError(
                 f"onuw: roles {roles} are not a permutation of the configured cards {deck} "
                 "(player cards first, then the centre cards)"
             )
-        n = cfg.n_players
         self.cards: list[str] = roles[:n]
         self.center: list[str] = roles[n:]
         self.players = [
@@ -298,7 +341,14 @@ class ONUW(Game):
                 kind = NIGHT_ACTIONS.get(role, role)
                 queue += [(kind, p, 1) for p in range(n) if dealt[p] == role]
         queue.append(("doppel_insomniac", None, 1))
-        queue += [(SPEAK, p, r) for r in range(1, cfg.discussion_rounds + 1) for p in range(n)]
+        self.speaking_order = list(range(n))
+        if cfg.speaking_order == "shuffled_once":
+            self.rng.shuffle(self.speaking_order)
+            if cfg.discussion_rounds:
+                queue.append(("order", None, 1))
+        queue += [
+            (SPEAK, p, r) for r in range(1, cfg.discussion_rounds + 1) for p in self.speaking_order
+        ]
         queue += [("vote", p, 1) for p in range(n)]
         queue.append(("reveal", None, 1))
         self._queue = queue
@@ -323,7 +373,7 @@ class ONUW(Game):
         self.phase = "end"
 
     def _set_phase(self, kind: str, rnd: int) -> None:
-        if kind == SPEAK:
+        if kind in (SPEAK, "order"):
             self.phase, self.round = "day", rnd
         elif kind in ("vote", "reveal"):
             self.phase, self.round = "vote", rnd
@@ -404,7 +454,7 @@ class ONUW(Game):
             wolves = self._woken("werewolf")
             if wolves:
                 self.log("werewolves", None, {"werewolves": wolves}, wolves)
-            if len(wolves) == 1:
+            if len(wolves) == 1 and self.config.lone_wolf_peek:
                 self._queue.insert(self._qi, ("werewolf_peek", wolves[0], 1))
         elif kind == "minion":
             minions = self._woken("minion")
@@ -420,6 +470,8 @@ class ONUW(Game):
             if self.doppel is not None and self.copy == "insomniac":
                 d = self.doppel
                 self.log("insomniac", d, {"card": self.cards[d]}, [d])
+        elif kind == "order":
+            self.log("speaking_order", None, {"order": list(self.speaking_order)})
         elif kind == "reveal":
             self._reveal()
         else:  # pragma: no cover - the queue only holds known kinds
@@ -465,7 +517,8 @@ class ONUW(Game):
                 teams.append("werewolf")
                 reason = "werewolves_survived"
         elif not dead:
-            teams.append("village")
+            if self.config.no_werewolf_result == "village_wins_if_nobody_dies":
+                teams.append("village")
             reason = "nobody_died"
         elif tanner_died:
             reason = "tanner_died"
@@ -505,6 +558,8 @@ class ONUW(Game):
             return f"{player_name(actor)} says: {d['text']}"
         if t == "vote":
             return f"{player_name(actor)} voted for {player_name(d['target'])}."
+        if t == "speaking_order":
+            return f"Day: every discussion round goes in this order: {_names(d['order'])}."
         if t == "death":
             if actor is not None:
                 return f"{player_name(actor)} was the Hunter and takes {player_name(d['players'][0])} down too."
@@ -603,6 +658,43 @@ class ONUW(Game):
             out["votes"] = {str(p): t for p, t in sorted(self.votes.items())}
             out["dead"] = sorted(self.dead)
         return out
+
+
+def _rules_text(cfg: ONUWConfig) -> str:
+    """``ONUW.rules_text`` adapted to the options that change a stated rule."""
+    text = ONUW.rules_text
+    changes = []
+    if cfg.deal_werewolf_to_player:
+        changes.append(
+            (
+                "Each player gets a secret card;",
+                "Each player gets a secret card (at least one player is dealt a werewolf);",
+            )
+        )
+    if not cfg.lone_wolf_peek:
+        changes.append(
+            ("(a lone werewolf may look at a centre card)", "(a lone werewolf learns it is alone)")
+        )
+    if cfg.speaking_order == "shuffled_once":
+        changes.append(
+            (
+                "Day: a few rounds of discussion,",
+                "Day: a few rounds of discussion (one speaking order, drawn at random, for every "
+                "round),",
+            )
+        )
+    if cfg.no_werewolf_result == "draw":
+        changes.append(
+            (
+                "(or, with no werewolf among the players, if nobody dies)",
+                "(with no werewolf among the players the village cannot win: nobody dying is a "
+                "draw)",
+            )
+        )
+    for old, new in changes:
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
 
 
 __all__ = ["DEFAULT_DECKS", "ONUW", "PAPER_ROLES", "ROLE_TEAM", "ONUWConfig"]

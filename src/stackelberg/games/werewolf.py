@@ -16,13 +16,17 @@ Phases, each night N followed by day N (``round`` = N, starting at 1):
 - night. Only players alive at nightfall act; deaths happen at dawn. Order:
   1. werewolves, each living wolf in seat order (decision ``wolf_kill``, options: living
      non-werewolves). Each choice is logged as ``wolf_choice`` {"target"}, visible to the
-     wolves only, so a later wolf sees the earlier choices. Victim: the target named by most
-     wolves; on a tie, the choice of the lowest-seat wolf among those naming a tied target
-     (with two wolves who disagree: the lower seat's choice). Logged as ``kill`` {"target"},
-     visible to the wolves (and to a living witch, who is told the victim).
+     wolves only, so a later wolf sees the earlier choices. Victim (``wolf_victim``): with
+     "plurality_lowest_seat" (default) the target named by most wolves; on a tie, the choice
+     of the lowest-seat wolf among those naming a tied target (with two wolves who disagree:
+     the lower seat's choice); with "last_wolf" (the paper's release: the second wolf sees
+     the first one's proposal and confirms or overrides it) the choice of the last living
+     wolf in seat order. Logged as ``kill`` {"target"}, visible to the wolves (and to a
+     living witch, who is told the victim).
   2. guardian (``protect``, options: living players, self included, except the player the
-     guardian protected the night before), then doctor (``protect``, the same but may repeat
-     a target). Logged as ``protect`` {"target"}, visible to the protector.
+     guardian protected the night before unless ``guardian_may_repeat``), then doctor
+     (``protect``, the same but may always repeat a target). Logged as ``protect``
+     {"target"}, visible to the protector.
   3. witch: one save potion and one poison potion for the whole game, at most one potion per
      night. ``save`` (options True/False; asked only while the potion is unused; the victim
      may be the witch herself), logged as ``save`` {"target"}; if she did not save tonight
@@ -52,6 +56,10 @@ many as living non-werewolves (``wolf_win="parity"``) or when no non-werewolf is
 "winners": every player of the winning team, dead or alive ([] for a draw), "reason":
 "werewolves_dead"|"wolf_parity"|"villagers_dead"|"day_limit"}.
 
+Options where the paper's code release differs from the project's rules spec (each named in a
+record only when not at its default): ``guardian_may_repeat`` (default false; the release:
+true) and ``wolf_victim`` ("plurality_lowest_seat" default | "last_wolf", the release).
+
 Every event has phase ("setup", "night", "day", "vote") and round; ``player`` is the actor
 (the wolf, protector, witch, seer, speaker, voter) or None (``werewolves``, ``kill``,
 ``death``, ``eliminate``, ``role_reveal``).
@@ -71,6 +79,8 @@ from stackelberg.games.base import (
     Game,
     GameError,
     Player,
+    check_choice,
+    option,
     player_name,
 )
 
@@ -116,7 +126,10 @@ LSPO_ROLES: tuple[str, ...] = (
 )
 VOTE_TIES: tuple[str, ...] = ("random", "none")
 WOLF_WINS: tuple[str, ...] = ("parity", "all_villagers_dead")
-#: protector role -> may protect the same player on two nights in a row
+#: wolf_victim option: how the wolves' choices make the victim (default first)
+WOLF_VICTIMS: tuple[str, ...] = ("plurality_lowest_seat", "last_wolf")
+#: protector role -> may protect the same player on two nights in a row (by default; the
+#: guardian_may_repeat option lifts the guardian's restriction)
 REPEAT_PROTECT: dict[str, bool] = {"guardian": False, "doctor": True}
 #: wolf_win option -> result reason of a werewolf win
 WOLF_WIN_REASON: dict[str, str] = {"parity": "wolf_parity", "all_villagers_dead": "villagers_dead"}
@@ -136,6 +149,10 @@ class WerewolfConfig:
     wolf_win: str = "parity"
     #: days before the game ends as a draw
     max_days: int = 10
+    #: the guardian may protect the same player on two nights in a row (paper release: true)
+    guardian_may_repeat: bool = option(False)
+    #: the victim from the wolves' choices: "plurality_lowest_seat" or "last_wolf" (release)
+    wolf_victim: str = option("plurality_lowest_seat")
 
     def __post_init__(self) -> None:
         roles = PAPER_ROLES if self.roles is None else tuple(self.roles)
@@ -155,7 +172,7 @@ class WerewolfConfig:
                 f"werewolf: roles {list(roles)} has {wolves} werewolves for {len(roles)} players; "
                 "need at least one werewolf and fewer werewolves than other players"
             )
-        for name in ("allow_abstain", "reveal_on_death"):
+        for name in ("allow_abstain", "reveal_on_death", "guardian_may_repeat"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"werewolf: {name}={getattr(self, name)!r} must be true or false")
         if self.vote_tie not in VOTE_TIES:
@@ -166,6 +183,7 @@ class WerewolfConfig:
             raise ConfigError(
                 f"werewolf: wolf_win={self.wolf_win!r}; allowed: {', '.join(WOLF_WINS)}"
             )
+        check_choice("werewolf", "wolf_victim", self.wolf_victim, WOLF_VICTIMS)
         if (
             isinstance(self.max_days, bool)
             or not isinstance(self.max_days, int)
@@ -195,6 +213,10 @@ class Werewolf(Game):
         "The village wins when all werewolves are dead; the werewolves win when they are at "
         "least as many as the others alive. After the day limit (10 by default) it is a draw."
     )
+
+    def __init__(self, config: Any = None) -> None:
+        super().__init__(config)
+        self.rules_text = _rules_text(self.config)
 
     # ---- setup ---------------------------------------------------------------------------
     def _setup(self, roles: list[str] | None) -> None:
@@ -272,7 +294,8 @@ class Werewolf(Game):
         if kind == "protect":
             role = self.players[pid].role
             last = self.last_protect.get(pid)
-            opts = tuple(i for i in self.living() if REPEAT_PROTECT[role] or i != last)
+            repeat = REPEAT_PROTECT[role] or self.config.guardian_may_repeat
+            opts = tuple(i for i in self.living() if repeat or i != last)
             return Decision(pid, kind, opts, f"{night}: choose a player to protect tonight.")
         if kind == "save":
             if not self.potions["save"] or self._victim is None:
@@ -391,7 +414,10 @@ class Werewolf(Game):
             self._wolf_choices.append((pid, action))
             self.log("wolf_choice", pid, {"target": action}, self.wolves)
             if not self._queue or self._queue[0][0] != "wolf_kill":
-                self._victim = self._wolf_target(self._wolf_choices)
+                if self.config.wolf_victim == "last_wolf":
+                    self._victim = self._wolf_choices[-1][1]
+                else:
+                    self._victim = self._wolf_target(self._wolf_choices)
                 witch = self._seat("witch")
                 seen = self.wolves if witch is None else (*self.wolves, witch)
                 self.log("kill", None, {"target": self._victim}, seen)
@@ -503,6 +529,24 @@ class Werewolf(Game):
             "dead": [i for i, a in enumerate(self.alive) if not a],
             "max_days": self.config.max_days,
         }
+
+
+def _rules_text(cfg: WerewolfConfig) -> str:
+    """``Werewolf.rules_text`` adapted to the options that change a stated rule."""
+    text = Werewolf.rules_text
+    if cfg.guardian_may_repeat:
+        old = "the guardian protects one player (not the same one two nights in a row)"
+        assert old in text
+        text = text.replace(old, "the guardian protects one player (any living player)")
+    if cfg.wolf_victim == "last_wolf":
+        old = "Each night the werewolves pick a victim;"
+        assert old in text
+        text = text.replace(
+            old,
+            "Each night the werewolves pick a victim (each wolf in seat order names one; the "
+            "last wolf's choice counts);",
+        )
+    return text
 
 
 __all__ = ["LSPO_ROLES", "PAPER_ROLES", "ROLE_TEAM", "XU_ROLES", "Werewolf", "WerewolfConfig"]

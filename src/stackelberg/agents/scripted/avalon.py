@@ -14,7 +14,12 @@ Per role:
 - Evil: approves teams with an evil member, plays Fail when it matters (one evil per team
   fails, the lowest id, so no double fails; always fails when it decides the game), deflects
   suspicion onto good players. The assassin names the player who most looked like Merlin
-  (rejected teams with evil, accused evil players correctly).
+  (rejected teams with evil, accused evil players correctly); when the rules offer its one
+  attempt after every quest (``assassin_timing="once_after_any_quest"``) it waits for the
+  last chance, since an early hit wins no more than a late one and a miss gives it away.
+
+The fifth vote of a quest is a must-approve for good (and a must-reject for evil on a clean
+team) only when a fifth rejection loses the game for good (``fifth_rejection="evil_wins"``).
 
 Speech is templated ("I propose Player 1 and Player 3.", "I vote to reject this team.",
 "I suspect Player 4.", "Player 2 and Player 5 look trustworthy."); listeners parse those
@@ -170,6 +175,8 @@ class AvalonScripted(Agent):
         self.last_approved: tuple[tuple[int, ...], dict[int, bool]] | None = None
         self.on_failed: set[int] = set()  # players seen on a failed quest
         self.accusers: list[int] = []  # players who accused a known evil player lately
+        # the fifth vote of a quest decides the game only if a fifth rejection is a loss
+        self.last_vote_decides = game.config.fifth_rejection == "evil_wins"
         self.hyps: list[set[int]] = []  # good players: the possible evil sets
         self.weights: list[float] = []  # their likelihoods
         self.p_evil = [0.0] * n  # good players: probability that each player is evil
@@ -199,6 +206,8 @@ class AvalonScripted(Agent):
                     self.last_approved = (self.cur_team, dict(self.votes))
                 self.attempt_speeches = 0
                 self.plan = self.leader_plan = None
+            elif t == "forced_team":  # the rejected fifth team goes on the quest anyway
+                self.last_approved = (self.cur_team, dict(self.votes))
             elif t == "quest":
                 self._judge_quest(tuple(ev.data["team"]), ev.data["fails"])
                 if ev.data["success"]:
@@ -441,7 +450,9 @@ class AvalonScripted(Agent):
             return True
         return self.rng.random() >= (0.5 if quest == 1 else 0.85)
 
-    def _assassinate(self, options: tuple[int, ...]) -> int:
+    def _assassinate(self, options: tuple[int | None, ...]) -> int | None:
+        if None in options:  # one attempt offered after every quest: wait for the last chance
+            return None
         rand = self.rng.random
         return max(options, key=lambda p: self.merlinish[p] + 0.01 * rand())
 
@@ -509,7 +520,9 @@ class AvalonScripted(Agent):
         if kind == SPEAK:
             return self._speak()
         if kind == "vote":
-            return self._approve(self.cur_team, self.attempt == MAX_ATTEMPTS)
+            return self._approve(
+                self.cur_team, self.attempt == MAX_ATTEMPTS and self.last_vote_decides
+            )
         if kind == "quest":
             return True if len(options) == 1 else self._card()
         if kind == "propose":

@@ -9,11 +9,11 @@ Speech is templated ("I am the Seer. Player 3 is a werewolf.", "I suspect Player
   settles the question), plain accusations, and votes cast against confirmed-good players.
   Everyone votes for the top suspect.
 - Seer: inspects players it has not inspected (most suspected first) and reveals every
-  finding each day. Guardian/doctor: protect a credible Seer claimer, else vary (the guardian
-  never repeats a target). Witch: saves the first victim, poisons a player a credible Seer
+  finding each day. Guardian/doctor: protect a credible Seer claimer, else vary among the
+  legal targets (so the guardian repeats a target only under ``guardian_may_repeat``). Witch: saves the first victim, poisons a player a credible Seer
   named as a werewolf.
-- Werewolves: follow the first wolf's choice at night (so they agree and never target each
-  other; the first wolf picks the claimed Seer, else the villager who accused wolves most);
+- Werewolves: follow the first wolf's choice at night (so they agree whatever the
+  ``wolf_victim`` rule, and never target each other; the first wolf picks the claimed Seer, else the villager who accused wolves most);
   by day they accuse villagers, counter-claim Seer against a real Seer who exposed a wolf,
   and sometimes fake-claim Seer; they vote together for the claimed Seer, else the most
   accused villager (lowest seat on a tie).
