@@ -14,6 +14,7 @@ from stackelberg.games import ConfigError, make_game
 def test_option_labels_and_speech_cleaning():
     assert option_label(2) == "Player 3"
     assert option_label(None) == "nobody (abstain)"
+    assert option_label(None, "assassinate") == "wait (no guess yet)"
     assert option_label(True, "vote") == "approve" and option_label(False, "quest") == "fail"
     assert option_label((0, 3)) == "Player 1 and Player 4"
     assert option_label("center:0,2") == "centre cards 1 and 3"

@@ -13,14 +13,13 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import yaml
+from project import ROOT, make_project, sh
 
 from stackelberg.datasets import read_dataset
 
-ROOT = Path(__file__).resolve().parents[2]
 GAMES = ["werewolf", "avalon", "onuw"]
 DATASETS = {
     "selfplay": "data/selfplay/{g}.parquet",
@@ -33,41 +32,10 @@ DATASETS = {
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # the fixture runs the pipeline
 
 
-def sh(args, root, env, timeout=900, check=True):
-    proc = subprocess.run(args, cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
-    if check and proc.returncode != 0:
-        raise AssertionError(
-            f"{args} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-        )
-    return proc
-
-
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
     root = tmp_path_factory.mktemp("project")
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in ("stages", "flows", "src"):
-        shutil.copytree(ROOT / name, root / name, ignore=ignore)
-    for name in ("dvc.yaml", ".dvcignore"):
-        shutil.copy(ROOT / name, root / name)
-    shutil.copy(ROOT / "tests/pipeline/micro_params.yaml", root / "params.yaml")
-    env = {
-        **os.environ,
-        "MLFLOW_TRACKING_URI": f"sqlite:///{root}/mlruns.db",
-        "PREFECT_HOME": str(root / ".prefect-home"),
-        "PREFECT_LOCAL_STORAGE_PATH": str(root / ".prefect-results"),
-        "STACKELBERG_LLM_CACHE": str(root / "llm-cache.sqlite"),
-        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "DO_NOT_TRACK": "true",
-        "MLFLOW_DISABLE_TELEMETRY": "true",
-        "DVC_NO_ANALYTICS": "1",
-        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-    }
-    sh(["git", "init", "-q"], root, env)
-    sh(["dvc", "init", "-q"], root, env)
-    sh(["git", "add", "-A"], root, env)
-    sh(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "micro"], root, env)
+    env = make_project(root, (ROOT / "tests/pipeline/micro_params.yaml").read_text())
     started = time.perf_counter()
     first = sh([sys.executable, "-m", "flows.pipeline"], root, env, timeout=1500)
     return {"root": root, "env": env, "first": first, "seconds": time.perf_counter() - started}

@@ -18,13 +18,15 @@ from stackelberg.games.base import Event, Game, player_name
 from stackelberg.llm import ContextLengthError, Message, fit_history
 
 _BOOL_LABELS = {"vote": ("approve", "reject"), "quest": ("success", "fail")}
+#: what None means where it is not an abstention (the Avalon Assassin keeps the guess)
+_NONE_LABELS = {"assassinate": "wait (no guess yet)"}
 _CENTER = re.compile(r"^center:([\d,]+)$")
 
 
 def option_label(option: Any, kind: str = "") -> str:
     """Words for a legal option, as a player would say it."""
     if option is None:
-        return "nobody (abstain)"
+        return _NONE_LABELS.get(kind, "nobody (abstain)")
     if isinstance(option, bool):
         yes, no = _BOOL_LABELS.get(kind, ("yes", "no"))
         return yes if option else no
