@@ -54,9 +54,15 @@ def test_set_option_and_mixed_agents(tmp_path):
         (["play", "werewolf", "--agents", "genius"], "unknown agent 'genius'"),
         (["play", "werewolf", "--agents", "random,random"], "2 kinds listed"),
         (["play", "werewolf", "--games", "0"], "--games"),
+        (
+            ["play", "onuw", "--agents", "direct", "--backend", "anthropic", "--model", "c"]
+            + ["--choice", "score"],
+            "choice: score needs log-probabilities",
+        ),
     ],
 )
-def test_bad_input_is_one_line_and_leaves_no_file(argv, words, tmp_path, capsys):
+def test_bad_input_is_one_line_and_leaves_no_file(argv, words, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     out = tmp_path / "never.jsonl"
     assert main([*argv, "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()

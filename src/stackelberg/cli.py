@@ -100,8 +100,17 @@ def cmd_play(args: argparse.Namespace) -> int:
             )
         kinds[args.human - 1] = HumanAgent.kind
     llm = _backend(args) if any(k in LLM_AGENT_KINDS for k in kinds) else None
+    agent_options = {"choice": args.choice}
+
+    def seat(kind: str) -> Any:
+        if kind == HumanAgent.kind:
+            return HumanAgent()
+        if kind in LLM_AGENT_KINDS:
+            return make_agent(kind, args.game, llm=llm, **agent_options)
+        return make_agent(kind, args.game)
+
     for kind in set(kinds) - {HumanAgent.kind}:
-        make_agent(kind, args.game, llm=llm)  # validate names before playing anything
+        seat(kind)  # validate names and pairings before playing anything
     batch = 1 if args.human is not None else args.batch_games or (8 if llm is not None else 1)
 
     records: list[dict[str, Any]] = []
@@ -116,9 +125,6 @@ def cmd_play(args: argparse.Namespace) -> int:
             if isinstance(agent, HumanAgent):
                 agent.show_news()
                 agent.say("\n".join(result_lines(table.game)))
-
-    def seat(kind: str) -> Any:
-        return HumanAgent() if kind == HumanAgent.kind else make_agent(kind, args.game, llm=llm)
 
     with atomic_writer(args.out) as out:
         for start in range(0, args.games, batch):
@@ -203,6 +209,13 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument("--model", help="model name or checkpoint folder (default: embedded)")
     play.add_argument("--base-url", help="server URL of the openai/anthropic backend")
     play.add_argument("--no-cache", action="store_true", help="do not use the LLM response cache")
+    play.add_argument(
+        "--choice",
+        default="auto",
+        choices=["auto", "score", "generate"],
+        help="how LLM agents choose among options: score them, answer a numbered list, or "
+        "auto (score where the backend can)",
+    )
     play.add_argument(
         "--batch-games",
         type=int,

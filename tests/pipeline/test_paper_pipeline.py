@@ -1,0 +1,132 @@
+"""configs/paper.yaml runs end to end: its backends and settings, its endpoints on loopback.
+
+One local server speaks every protocol the paper's setup uses (OpenAI chat for GPT-4o and
+Gemini, Anthropic messages for Claude, vLLM's /completions with prompt_logprobs and
+/tokenize for the Measurer), answering as a pretend chat model that plays games. Only the
+endpoints change, the Refiner runs on the embedded model, and counts and lengths shrink
+through ordinary params keys; every stage runs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+import yaml
+from llm.fake_server import FakeServer
+from llm.game_policy import play_answer
+from project import ROOT, make_project, sh
+
+from stackelberg.datasets import read_dataset
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+
+GAMES = ["werewolf", "avalon", "onuw"]
+API_MODELS = {"gpt-4o", "gemini-2.5-flash", "claude-3-5-haiku-latest"}
+MEASURER = "Qwen/Qwen2.5-72B-Instruct"
+#: the counts and lengths of a CPU test, as `dvc exp run -S key=value` would set them
+SHRINK = {
+    "selfplay.games": 2,
+    "selfplay.batch_games": 2,
+    "selfplay.speech_tokens": 24,
+    "selfplay.thought_tokens": 16,
+    "selfplay.max_prompt_tokens": 2048,
+    "select.instances": 2,
+    "select.test_fraction": 0.5,
+    "label.batch_instances": 4,
+    "sample.n": 2,
+    "sample.max_new_tokens": 16,
+    "sample.max_prompt_tokens": 512,
+    "sample.batch_instances": 4,
+    "score.batch_instances": 4,
+    "grpo.num_generations": 2,
+    "grpo.max_completion_length": 16,
+    "grpo.prompts_per_step": 1,
+    "grpo.epochs": 1.0,
+    "grpo.lora_r": 4,
+    "grpo.lora_alpha": 8,
+    "evaluate.n": 2,
+    "evaluate.bootstrap": 200,
+    "evaluate.tournament_games": 1,
+    "evaluate.speech_tokens": 16,
+    "evaluate.thought_tokens": 16,
+    "evaluate.max_prompt_tokens": 1024,
+    "evaluate.conditions": ["direct", "refiner+direct"],
+    "evaluate.batch_games": 16,
+    "orchestration.task_retries": 0,
+}
+
+
+def paper_params_on(url: str) -> dict:
+    params = yaml.safe_load((ROOT / "configs/paper.yaml").read_text())
+    models = params["models"]
+    for entry in (*models["backend"], *models["player"], models["measurer"]):
+        entry["base_url"] = url if entry["backend"] == "anthropic" else f"{url}/v1"
+    models["refiner"] = {"backend": "local", "model": "models/base"}
+    for key, value in SHRINK.items():
+        section, name = key.split(".")
+        params[section][name] = value
+    return params
+
+
+@pytest.fixture(scope="module")
+def paper(tmp_path_factory):
+    with FakeServer() as server:
+        server.answer = play_answer
+        server.models = {*API_MODELS, MEASURER}
+        root = tmp_path_factory.mktemp("paper")
+        keys = {k: "test-key" for k in ("OPENAI_API_KEY", "GEMINI_API_KEY", "ANTHROPIC_API_KEY")}
+        params = paper_params_on(server.url)
+        env = make_project(root, yaml.safe_dump(params, sort_keys=False), keys)
+        run = sh([sys.executable, "-m", "flows.pipeline"], root, env, timeout=1500)
+        yield {"root": root, "env": env, "server": server, "run": run}
+
+
+def test_every_stage_of_the_papers_setup_runs(paper):
+    root = paper["root"]
+    lock = yaml.safe_load((root / "dvc.lock").read_text())["stages"]
+    per_game = ("selfplay", "select", "label", "sample", "score", "grpo", "evaluate")
+    assert {"base_model", "report", *(f"{s}@{g}" for s in per_game for g in GAMES)} <= set(lock)
+    for game in GAMES:
+        assert (root / f"models/refiner/{game}/adapter_config.json").exists()
+        metrics = json.loads((root / f"reports/{game}/metrics.json").read_text())
+        assert set(metrics["conditions"]) == {"direct", "refiner+direct"}
+        assert all(c["choice_asks"] > 0 for c in metrics["choices"].values())
+    assert "Win rate of the agent under test" in (root / "reports/summary.md").read_text()
+
+
+def test_api_players_choose_by_generation_and_their_model_is_recorded(paper):
+    root = paper["root"]
+    drawn = set()
+    for game in GAMES:
+        games = read_dataset(root / f"data/selfplay/{game}.parquet", "selfplay")
+        for row in games.iter_rows(named=True):
+            seats = json.loads(row["record"])["players"]
+            assert {s["model"] for s in seats} <= API_MODELS and len(
+                {s["model"] for s in seats}
+            ) == 1
+            assert all(s["choice"] == "generate" for s in seats)
+            assert sum(s["choice_asks"] for s in seats) > 0
+            assert row["models"] == ",".join(s["model"] for s in seats)
+            drawn.add(seats[0]["model"])
+        instances = read_dataset(root / f"data/instances/{game}.parquet", "instances")
+        assert set(instances["speaker_model"]) <= API_MODELS
+        intents = read_dataset(root / f"data/intents/{game}.parquet", "intents")
+        assert intents.height > 0 and set(intents["labeler_model"]) <= API_MODELS
+    assert len(drawn) >= 2  # games draw different models
+    server = paper["server"]
+    used = {b["model"] for p, b in server.requests if p in ("/v1/chat/completions", "/v1/messages")}
+    assert drawn <= used <= API_MODELS  # every drawn model was called on its own protocol
+
+
+def test_the_measurer_scores_through_prompt_logprobs(paper):
+    scored = [
+        b
+        for p, b in paper["server"].requests
+        if p == "/v1/completions" and b.get("prompt_logprobs")
+    ]
+    assert scored and {b["model"] for b in scored} == {MEASURER}
+    assert all(isinstance(b["prompt"], list) for b in scored)  # token ids from /tokenize
+    scores = read_dataset(paper["root"] / "data/scores/werewolf.parquet", "scores")
+    assert scores.height > 0 and scores["reward"].is_finite().all()
