@@ -31,6 +31,9 @@ def seat_agents(spec: str, n_players: int) -> list[str]:
     """One agent kind per seat from ``spec``: one kind for every seat, or a comma-separated
     kind per seat."""
     kinds = [k.strip() for k in spec.split(",") if k.strip()]
+    for kind in kinds:  # an unknown name is the mistake to report, before any count
+        if kind not in AGENT_KINDS:
+            raise ConfigError(f"unknown agent {kind!r}; choose one of: {', '.join(AGENT_KINDS)}")
     if len(kinds) == 1:
         return kinds * n_players
     if len(kinds) != n_players:
