@@ -8,6 +8,7 @@ same seeds). Writes reports/GAME/metrics.json (DVC metrics) and PNG plots, logs 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import polars as pl
 
@@ -23,11 +24,12 @@ from stackelberg.evaluation.tournament import play_matrix
 from stackelberg.io import atomic_writer
 from stackelberg.llm import LLMConfig
 from stackelberg.params import draw_model
-from stackelberg.persuasion.candidates import SampleSettings, sample_candidates
+from stackelberg.persuasion.candidates import output_rates, sample_candidates
 from stackelberg.persuasion.measurer import measure
+from stackelberg.training.grpo import output_rates as training_rates
 from stages._data import rows_and_views, seed_of
-from stages.grpo import HISTORY
-from stages.sample import sample_settings
+from stages.grpo import HISTORY, refiner_settings
+from stages.sample import candidate_rates, sample_settings
 from stages.score import measurer_context, reward_config
 
 METRICS = "metrics.json"
@@ -59,17 +61,18 @@ def held_out_reward(ctx) -> dict:
     if df.is_empty():
         return {"before": [], "after": []}
     rows, views = rows_and_views(ctx, "intents", df["instance_id"].to_list())
-    base = sample_settings(ctx.params.for_game("sample", ctx.game))
-    settings = SampleSettings(**{**base.__dict__, "n": p.n})
+    # Both Refiners prompted and stopped as the trained one plays.
+    settings = replace(refiner_settings(ctx.params, ctx.game), n=p.n)
     seeds = [seed_of(r["instance_id"]) + 7_919 * (p.seed + 1) for r in rows]
     score = ctx.params.for_game("score", ctx.game)
     measurer, cfg, context = ctx.llm("measurer"), reward_config(score), measurer_context(score)
     out = {}
     for name, refiner in (("before", ctx.llm("refiner")), ("after", trained_refiner(ctx))):
         samples = sample_candidates(refiner, views, settings, seeds)
+        out[f"{name}_outputs"] = output_rates([c for cands in samples for c in cands])
         means = []
         for row, view, cands in zip(rows, views, samples, strict=True):
-            texts = context.texts([r for r, _, _ in cands], [c for _, c, _ in cands])
+            texts = context.texts([c.raw for c in cands], [c.utterance for c in cands])
             parts, _ = measure(
                 measurer, view, texts, row["desired"], row["undesired"], cfg, context
             )
@@ -81,6 +84,7 @@ def held_out_reward(ctx) -> dict:
 def tournaments(ctx) -> dict:
     p = ctx.section
     trained = ctx.params.for_game("grpo", ctx.game)
+    style = refiner_settings(ctx.params, ctx.game).style
     seeds = range(p.tournament_seed, p.tournament_seed + p.tournament_games)
     # Each seed draws its players' model (the same for every condition: pairs stay paired).
     model_of_seed = {s: draw_model(ctx.params.models.player, s).model_dump_json() for s in seeds}
@@ -95,10 +99,13 @@ def tournaments(ctx) -> dict:
         llm_routes=routes,
         route_of_seed=model_of_seed.get,
         agent_options=p.agent_options(),
-        # The Refiner plays as it was trained: its completion length and sampling.
+        # The Refiner plays as it was trained: its prompt, completion limit, stop, sampling.
         refiner_options={
             "max_prompt_tokens": p.max_prompt_tokens,
-            "max_new_tokens": trained.max_completion_length,
+            "max_new_tokens": style.max_new_tokens,
+            "rules": style.rules,
+            "output_format": style.output_format,
+            "speech_words": style.speech_words,
             "temperature": trained.temperature,
             "top_p": trained.top_p,
         },
@@ -114,6 +121,8 @@ def finish(ctx, results) -> dict:
     p = ctx.section
     reward = results[0]
     records = results[1]["records"] if len(results) > 1 else []
+    trained = json.loads((ctx.path("grpo") / HISTORY).read_text())
+    history = trained["history"]
     metrics = game_metrics(
         records,
         reward["before"],
@@ -121,11 +130,11 @@ def finish(ctx, results) -> dict:
         resamples=p.bootstrap,
         seed=p.seed,
         game=ctx.game,
+        refiner_outputs=refiner_outputs(ctx, reward, trained, records),
     )
     out = ctx.path()
     plots = out / "plots"
     plots.mkdir(parents=True, exist_ok=True)
-    history = json.loads((ctx.path("grpo") / HISTORY).read_text())["history"]
     plot_reward_curve([h["reward"] for h in history if "reward" in h], plots / "reward_curve.png")
     plot_reward_distribution(reward["before"], reward["after"], plots / "reward_distribution.png")
     if records:
@@ -145,6 +154,30 @@ def finish(ctx, results) -> dict:
         "reward_before": (r.get("before") or {}).get("estimate", float("nan")),
         "reward_after": (r.get("after") or {}).get("estimate", float("nan")),
     }
+
+
+def refiner_outputs(ctx, reward: dict, trained: dict, records: list[dict]) -> dict[str, dict]:
+    """The Refiner-output rates (completions, ended before the token limit, parsed) of this
+    game's Refiner runs: the sample stage's candidates, GRPO training (TRL's clipped ratio
+    and the reward's parse rate per step), the held-out candidates before and after, and
+    the trained Refiner's speeches in the tournaments."""
+    out = {}
+    candidates = ctx.path("sample")
+    if candidates.exists():
+        settings = sample_settings(ctx.params.for_game("sample", ctx.game))
+        df = read_dataset(candidates, "candidates")
+        out["sample"] = candidate_rates(ctx.llm("refiner"), df, settings)
+    out["grpo"] = training_rates(trained["history"], trained.get("completions_per_step", 0))
+    for name in ("before", "after"):
+        if f"{name}_outputs" in reward:
+            out[f"held_out_{name}"] = reward[f"{name}_outputs"]
+    if refined := sum(r.get("refined", 0) for r in records):
+        out["tournament"] = {
+            "completions": refined,
+            "ended_rate": sum(r.get("refiner_ended", 0) for r in records) / refined,
+            "parse_rate": sum(r.get("refiner_parsed", 0) for r in records) / refined,
+        }
+    return out
 
 
 if __name__ == "__main__":

@@ -12,20 +12,36 @@ import json
 import tempfile
 import time
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
 
 from stackelberg.agents.refiner import parse_refiner_output
 from stackelberg.datasets import read_dataset
-from stackelberg.persuasion.candidates import refiner_prompt
+from stackelberg.persuasion.candidates import SampleSettings, refiner_prompt
 from stackelberg.persuasion.measurer import measure
-from stackelberg.training.grpo import GRPOSettings, train_refiner, write_adapter
+from stackelberg.training.grpo import (
+    PARSE_RATE,
+    GRPOSettings,
+    output_rates,
+    train_refiner,
+    write_adapter,
+)
 from stages._data import rows_and_views
 from stages.sample import sample_settings
 from stages.score import measurer_context, reward_config
 
 HISTORY = "train_history.json"
+
+
+def refiner_settings(params, game: str) -> SampleSettings:
+    """The Refiner's prompting and completion as GRPO trains it and ``refiner+X`` plays it:
+    the sample section's (one definition), with ``grpo.max_completion_length`` as its
+    token limit only when that is set."""
+    settings = sample_settings(params.for_game("sample", game))
+    limit = params.for_game("grpo", game).max_completion_length
+    return replace(settings, max_new_tokens=limit) if limit else settings
 
 
 def plan(ctx) -> list[dict]:
@@ -44,31 +60,45 @@ def work(ctx, item) -> dict:
     score = ctx.params.for_game("score", ctx.game)
     cfg, context = reward_config(score), measurer_context(score)
     by_id = {r["instance_id"]: (r, v) for r, v in zip(rows, views, strict=True)}
-    prompting = sample_settings(ctx.params.for_game("sample", ctx.game))
+    prompting = refiner_settings(ctx.params, ctx.game)
+    output_format = prompting.output_format
     prompts = [refiner_prompt(ctx.llm("refiner"), v, prompting) for v in views]
     measured = {"seconds": 0.0, "calls": 0}
 
-    def reward_fn(completions: list[str], instance_id: list[str], **_) -> list[float]:
+    def reward_fn(
+        completions: list[str], instance_id: list[str], log_metric=None, **_
+    ) -> list[float]:
         t0 = time.perf_counter()
         groups: dict[str, list[int]] = defaultdict(list)
         for i, iid in enumerate(instance_id):
             groups[iid].append(i)
         rewards = [0.0] * len(completions)
+        n_parsed = 0
         for iid, idx in groups.items():
             row, view = by_id[iid]
             raw = [completions[i] for i in idx]
-            parsed = [parse_refiner_output(t, row["base_utterance"])[0] for t in raw]
+            outputs = [parse_refiner_output(t, row["base_utterance"], output_format) for t in raw]
+            parsed = [utterance for utterance, _ in outputs]
+            n_parsed += sum(ok for _, ok in outputs)
             texts = context.texts(raw, parsed)
             parts, _ = measure(
                 measurer, view, texts, row["desired"], row["undesired"], cfg, context
             )
             for i, p in zip(idx, parts, strict=True):
                 rewards[i] = p.reward
+        if log_metric is not None and completions:  # the step's parse rate, in its history
+            log_metric(PARSE_RATE, n_parsed / len(completions))
         measured["seconds"] += time.perf_counter() - t0
         measured["calls"] += 1
         return rewards
 
-    settings = GRPOSettings(**ctx.section.model_dump())
+    settings = GRPOSettings(
+        **{
+            **ctx.section.model_dump(),
+            "max_completion_length": prompting.max_new_tokens,
+            "stop": prompting.style.stop,
+        }
+    )
     ctx.path().parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".grpo-", dir=ctx.path().parent) as scratch:
         result = train_refiner(
@@ -85,6 +115,7 @@ def work(ctx, item) -> dict:
             "generation_s": result.generation_s,
             "reward_s": result.reward_s,
             "prompts": len(prompts),
+            "completions_per_step": settings.completions_per_step,
         }
         (Path(result.adapter_dir) / HISTORY).write_text(json.dumps(summary, indent=1))
         # The files travel in the (persisted) result: `dvc repro` deletes the stage's
@@ -106,7 +137,12 @@ def finish(ctx, results) -> dict:
         )
     register_adapter(adapter, f"refiner-{ctx.game}")
     rewards = [h["reward"] for h in res["history"] if "reward" in h]
+    rates = output_rates(res["history"], res.get("completions_per_step", 0))
     return {
+        # completions that ended before max_completion_length (1 - TRL's clipped_ratio) and
+        # that parsed, over the whole run
+        "ended_rate": rates["ended_rate"],
+        "parse_rate": rates["parse_rate"],
         "steps": res["steps"],
         "generation_s": res["generation_s"],
         "reward_s": res["reward_s"],

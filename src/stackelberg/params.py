@@ -156,9 +156,20 @@ class SampleParams(Section):
     n: int = Field(4, ge=1, description="Refiner candidates per instance (paper: 8)")
     temperature: float = Field(0.7, ge=0)
     top_p: float = Field(0.9, gt=0, le=1)
-    max_new_tokens: int = Field(64, ge=8, description="paper: 512")
+    max_new_tokens: int = Field(
+        48, ge=8, description="the Refiner's completion limit in sampling, GRPO, play (paper: 512)"
+    )
     max_prompt_tokens: int = Field(768, ge=128, description="prompt budget; oldest history cut")
     batch_instances: int = Field(8, ge=1)
+    # The Refiner's prompt and output (agents.refiner.RefinerStyle), the same in sampling,
+    # GRPO and play.
+    rules: bool = Field(False, description="the game's rules in the Refiner prompt (release)")
+    output_format: Literal["speech", "analysis"] = Field(
+        "speech",
+        description="speech: the new speech alone on one line, stops at the newline; "
+        "analysis: the release's 'Analysis: ...' and 'Response: ...' lines",
+    )
+    speech_words: int = Field(20, ge=1, description="longest speech asked for (release: 100)")
 
 
 class ScoreParams(Section):
@@ -191,7 +202,9 @@ class GRPOParams(Section):
     scale_rewards: str = Field("group", description="TRL scale_rewards")
     lora_r: int = Field(16, ge=1)
     lora_alpha: int = Field(32, ge=1)
-    max_completion_length: int = Field(48, ge=8, description="paper: 512")
+    max_completion_length: int | None = Field(
+        None, ge=8, description="None: sample.max_new_tokens (one limit); a number: GRPO and play"
+    )
     temperature: float = Field(0.7, gt=0)
     top_p: float = Field(0.9, gt=0, le=1)
     prompts_per_step: int = Field(1, ge=1, description="distinct prompts in one optimizer step")

@@ -132,6 +132,7 @@ def test_metrics_json_layout(tiny_metrics):
         "choices",
         "paired",
         "reward",
+        "refiner_outputs",
     }
     assert (m["version"], m["game"], m["opponent"], m["seeds"]) == (
         1,

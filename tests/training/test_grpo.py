@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import fields
 
 import pytest
@@ -15,7 +16,14 @@ from stackelberg.training import (
     train_refiner,
     trl_reward,
 )
-from stackelberg.training.grpo import SETTINGS_FILE, grpo_config
+from stackelberg.training.grpo import (
+    CLIPPED_RATIO,
+    PARSE_RATE,
+    SETTINGS_FILE,
+    grpo_config,
+    output_rates,
+    stop_token_ids,
+)
 
 PROMPTS = [
     [
@@ -232,3 +240,72 @@ def test_write_adapter_replaces_a_previous_adapter_and_refuses_other_folders(tmp
     (tmp_path / "notes" / "todo.txt").write_text("mine")
     with pytest.raises(ValueError, match="not a PEFT adapter folder"):
         write_adapter({"adapter_config.json": b"{}"}, tmp_path / "notes")
+
+
+# ---- the Refiner's stop and output rates in training -----------------------------------------
+
+
+def test_reward_with_a_log_metric_parameter_gets_trls_logger():
+    logged = []
+
+    def reward(completions, instance_id, log_metric):
+        log_metric(PARSE_RATE, 0.5)
+        return [0.0] * len(completions)
+
+    f = trl_reward(reward)
+    f(prompts=[[]], completions=["a"], instance_id=["w-1"], log_metric=lambda *a: logged.append(a))
+    assert logged == [(PARSE_RATE, 0.5)]
+
+
+def test_stop_strings_become_every_token_that_holds_them():
+    class Vocab:
+        texts = ["Hello", " world", "\n", ".\n\n", " \n", "x"]
+
+        def __len__(self):
+            return len(self.texts)
+
+        def batch_decode(self, ids):
+            return [self.texts[i] for (i,) in ids]
+
+    assert stop_token_ids(Vocab(), ("\n",)) == [2, 3, 4]
+    assert stop_token_ids(Vocab(), ()) == [] == stop_token_ids(Vocab(), ("",))
+
+
+def test_the_completion_limit_defaults_to_the_refiners_and_no_stop_on_cpu(tmp_path):
+    assert GRPOSettings(max_completion_length=None).max_completion_length == 48
+    s = GRPOSettings(num_generations=2, max_completion_length=32, stop=("\n",))
+    cfg = grpo_config(s, tmp_path, cuda=False, stop_ids=[198])
+    assert cfg.max_completion_length == 32
+    assert cfg.generation_kwargs is None  # transformers: the trainer adds them to its EOS ids
+
+
+def test_output_rates_from_the_history():
+    history = [
+        {"step": 1, CLIPPED_RATIO: 0.5, PARSE_RATE: 0.25},
+        {"step": 2, CLIPPED_RATIO: 0.0, PARSE_RATE: 0.75},
+    ]
+    assert output_rates(history, 4) == {"completions": 8, "ended_rate": 0.75, "parse_rate": 0.5}
+    empty = output_rates([], 4)
+    assert empty["completions"] == 0 and math.isnan(empty["ended_rate"])
+
+
+@pytest.mark.slow
+def test_a_stop_ends_completions_like_end_of_sequence(embedded_base, tmp_path):
+    """With a space as the stop nearly every token ends a completion: none is clipped at the
+    limit, each ends at its first token holding a space, and the reward's metric is logged."""
+
+    def reward(completions, instance_id, log_metric):
+        log_metric(PARSE_RATE, 1.0)
+        return [float(len(c)) for c in completions]
+
+    settings = GRPOSettings(num_generations=2, max_completion_length=16, stop=(" ",))
+    result = train_refiner(
+        embedded_base, PROMPTS, {"instance_id": ["w-1", "a-7"]}, reward, settings, tmp_path / "a"
+    )
+    assert [h[CLIPPED_RATIO] for h in result.history] == [0.0, 0.0]
+    assert all(h["completions/max_length"] < 16 for h in result.history)
+    assert output_rates(result.history, settings.completions_per_step) == {
+        "completions": 4,
+        "ended_rate": 1.0,
+        "parse_rate": 1.0,
+    }

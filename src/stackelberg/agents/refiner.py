@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 import types
 from collections.abc import Generator, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from stackelberg.agents.base import Agent
 from stackelberg.agents.prompting import (
@@ -27,46 +28,187 @@ from stackelberg.llm import GenerateRequest, Message
 
 REFINER_ROUTE = "refiner"
 GAME_TITLES = {"werewolf": "Werewolf", "avalon": "Avalon", "onuw": "One Night Ultimate Werewolf"}
+#: Output formats: ``speech``, the new speech alone on one line (the completion ends at the
+#: line's end); ``analysis``, the release's two lines "Analysis: ..." then "Response: ...".
+OUTPUT_FORMATS = ("speech", "analysis")
+OutputFormat = Literal["speech", "analysis"]
 _RESPONSE = re.compile(r"response\s*:\s*(.+)", re.I | re.S)
 _ANALYSIS_LINE = re.compile(r"^\s*analysis\s*:.*$", re.I | re.M)
+#: A line that is not a speech: a label ("Analysis: ..."), a game-log line echoed from the
+#: prompt ("Night 1: ...", "Day 2: ..."), a heading ("The game so far:") or a remark in
+#: parentheses ("(20 words)").
+_NOT_SPEECH = re.compile(r"^\s*(analysis\s*:|[a-z]+\s+\d+\s*:|\(.*\)\s*$)|:\s*$", re.I)
+#: The prompt's label of a speech, echoed before one ("Your planned speech: ..."): dropped.
+_SPEECH_LABEL = re.compile(
+    r"^\s*(your\s+)?(new\s+|planned\s+|refined\s+)?(speech|sentence)\s*:\s*", re.I
+)
 
 
-def refiner_spec(game: Game, speaker: int, follower: int | None, base: str) -> PromptSpec:
-    """The Refiner's prompt: short on purpose (the game's name, not its rules), since every
-    token of it is paid again in each GRPO step's forward and backward passes."""
+@dataclass(frozen=True)
+class RefinerStyle:
+    """How the Refiner is asked and how its completion ends: the one definition that
+    candidate sampling, GRPO and play (``refiner+X``) all use.
+
+    ``rules``: the game's rules in the prompt (the release: yes) or only its name, which
+    keeps the prompt short (every prompt token is paid again in each GRPO step).
+    ``output_format``: ``speech`` (the new speech alone, on one line; generation stops at
+    the newline, so a small model ends its utterance on its own) or ``analysis`` (the
+    release's "Analysis: ... / Response: ..." lines; only end-of-sequence stops it).
+    ``speech_words``: the longest speech asked for, in words (the release: 100, where the
+    reward's length penalty starts). ``max_new_tokens``: the completion's token limit.
+    """
+
+    rules: bool = False
+    output_format: OutputFormat = "speech"
+    speech_words: int = 20
+    max_new_tokens: int = 48
+
+    def __post_init__(self) -> None:
+        if self.output_format not in OUTPUT_FORMATS:
+            raise ValueError(
+                f"Refiner output_format {self.output_format!r}: expected one of {OUTPUT_FORMATS}"
+            )
+        if self.speech_words < 1 or self.max_new_tokens < 1:
+            raise ValueError("Refiner speech_words and max_new_tokens must be at least 1")
+
+    @property
+    def stop(self) -> tuple[str, ...]:
+        """Where generation stops before the token limit (besides end-of-sequence)."""
+        return ("\n",) if self.output_format == "speech" else ()
+
+
+def refiner_spec(
+    game: Game,
+    speaker: int,
+    follower: int | None,
+    base: str,
+    style: RefinerStyle = RefinerStyle(),  # noqa: B008 (frozen, so one shared default is safe)
+) -> PromptSpec:
+    """The Refiner's prompt under ``style``: who it is (and the rules, if asked), who speaks
+    next, the planned speech, and what to write."""
     target = player_name(follower) if follower is not None else "the next speaker"
+    title = GAME_TITLES.get(game.name, game.name)
+    setting = f"{game.rules_text}\n\n" if style.rules else f"You play {title}. "
     system = (
-        f"You play {GAME_TITLES.get(game.name, game.name)}. {identity(game, speaker)}\n"
+        f"{setting}{identity(game, speaker)}\n"
         f"You improve your planned speech so that {target}, who speaks next, responds the way "
         "you want."
     )
-    question = (
-        f'Your planned speech: "{base}"\n'
-        "Rewrite it to be more persuasive, keeping its claims. Answer in two lines:\n"
-        "Analysis: <one sentence>\nResponse: <your new speech>"
-    )
+    planned = f'Your planned speech: "{base}"'
+    if style.output_format == "speech":
+        # Small models follow "one sentence" far better than a format to fill in, and the
+        # planned speech last, right before the answer: asked so, the embedded 135M model
+        # writes one line and ends it.
+        question = (
+            "Say your planned speech again, more persuasively and keeping its claims, in one "
+            f"short sentence of at most {style.speech_words} words. Write only that sentence."
+            f"\n{planned}"
+        )
+    else:
+        question = (
+            f"{planned}\nRewrite it to be more persuasive, keeping its claims and your "
+            f"character, in at most {style.speech_words} words. Answer in two lines:\n"
+            f"Analysis: <how you want {target} to respond, in one sentence>\n"
+            "Response: <your new speech>"
+        )
     return PromptSpec(system=system, question=question)
 
 
 def refiner_messages(
-    game: Game, speaker: int, follower: int | None, base: str, lines: Sequence[str]
+    game: Game,
+    speaker: int,
+    follower: int | None,
+    base: str,
+    lines: Sequence[str],
+    style: RefinerStyle = RefinerStyle(),  # noqa: B008
 ) -> list[Message]:
-    return build_messages(refiner_spec(game, speaker, follower, base), lines)
+    return build_messages(refiner_spec(game, speaker, follower, base, style), lines)
 
 
-def parse_refiner_output(text: str, base: str) -> tuple[str, bool]:
-    """The utterance in a Refiner output, and whether it had a usable ``Response:`` line.
+def refiner_prompt_messages(
+    llm: Any,
+    game: Game,
+    speaker: int,
+    follower: int | None,
+    base: str,
+    lines: Sequence[str],
+    style: RefinerStyle,
+    max_prompt_tokens: int,
+) -> list[Message]:
+    """The Refiner's prompt with as much recent history as fits ``max_prompt_tokens`` (and
+    the model's window) beside the style's completion."""
+    spec = refiner_spec(game, speaker, follower, base, style)
+    limit = min(max_prompt_tokens, llm.context_window)
+    messages, _ = fitted_messages(llm, spec, lines, style.max_new_tokens, limit)
+    return messages
 
-    Without one, the text minus any Analysis line is used; if nothing is left, the base.
 
-    >>> parse_refiner_output("Analysis: be firm.\\nResponse: I trust Player 2.", "x")
+def refiner_request(
+    messages: list[Message],
+    style: RefinerStyle,
+    n: int,
+    temperature: float,
+    top_p: float,
+    seed: int,
+) -> GenerateRequest:
+    """The generation of ``n`` Refiner completions: the style's token limit and stop."""
+    return GenerateRequest(
+        messages,
+        n=n,
+        temperature=temperature,
+        top_p=top_p,
+        max_new_tokens=style.max_new_tokens,
+        stop=style.stop,
+        seed=seed,
+    )
+
+
+def parse_refiner_output(
+    text: str, base: str, output_format: OutputFormat = "speech"
+) -> tuple[str, bool]:
+    """The utterance in a Refiner output, and whether the output was usable as asked.
+
+    A ``Response:`` line is used in either format. In the ``speech`` format the first
+    non-empty line is the speech (an echoed "Your planned speech:" label dropped), unless
+    it is a label, an echoed game-log line, a heading or a remark in parentheses. Otherwise (not parsed) the text minus any Analysis line is used; if nothing is
+    left, the base.
+
+    >>> parse_refiner_output("Analysis: be firm.\\nResponse: I trust Player 2.", "x", "analysis")
     ('I trust Player 2.', True)
+    >>> parse_refiner_output("I trust Player 2, and so should you.", "x")
+    ('I trust Player 2, and so should you.', True)
+    >>> parse_refiner_output("Night 1: Player 3 died.", "I trust Player 2.")
+    ('Night 1: Player 3 died.', False)
     """
     m = _RESPONSE.search(text)
     if m and (utterance := clean_speech(m.group(1))):
         return utterance, True
+    if output_format == "speech":
+        line = next((x for x in text.split("\n") if x.strip()), "")
+        utterance = clean_speech(_SPEECH_LABEL.sub("", line))
+        if re.search(r"[a-z]", utterance, re.I) and not _NOT_SPEECH.search(utterance):
+            return utterance, True
     rest = clean_speech(_ANALYSIS_LINE.sub("", text))
     return (rest or base), False
+
+
+def completion_tokens(llm: Any, text: str) -> int:
+    """Tokens of a generated text, counted with the model's tokenizer where the backend has
+    one (``encode``: no special tokens added), else as its ``count_tokens`` counts them."""
+    encode = getattr(llm, "encode", None)
+    return len(encode(text, first=False)) if callable(encode) else int(llm.count_tokens(text))
+
+
+def ended_before_limit(llm: Any, text: str, max_new_tokens: int) -> bool:
+    """Whether a completion ended on its own (end-of-sequence or the style's stop) rather
+    than at the token limit: the backends return text only, so its tokens are counted.
+
+    A completion cut at a stop string lacks the stop's token, one that ended at
+    end-of-sequence lacks that token: both count fewer than the limit. One that hit the
+    limit re-encodes to the limit, unless the sampled tokens were not the tokenizer's own
+    split of the text (re-encoding then merges them): rare, and it errs towards "ended".
+    """
+    return completion_tokens(llm, text) < max_new_tokens
 
 
 class RefinerAgent(Agent):
@@ -77,19 +219,23 @@ class RefinerAgent(Agent):
         inner: Agent,
         count_llm: Any,
         max_prompt_tokens: int = 1024,
-        max_new_tokens: int = 64,
+        max_new_tokens: int = RefinerStyle.max_new_tokens,
         temperature: float = 0.7,
         top_p: float = 0.9,
+        rules: bool = RefinerStyle.rules,
+        output_format: OutputFormat = RefinerStyle.output_format,
+        speech_words: int = RefinerStyle.speech_words,
     ) -> None:
         self.inner = inner
         self.kind = f"refiner+{inner.kind}"
         self.count_llm = count_llm
         self.max_prompt_tokens = max_prompt_tokens
-        self.max_new_tokens = max_new_tokens
+        self.style = RefinerStyle(rules, output_format, speech_words, max_new_tokens)
         self.temperature = temperature
         self.top_p = top_p
         self.refined = 0
         self.parsed = 0
+        self.ended = 0  # completions that ended before the token limit
 
     def setup(self, game, player, rng) -> None:
         super().setup(game, player, rng)
@@ -112,19 +258,22 @@ class RefinerAgent(Agent):
         for ev in self.new_events():
             if line := self.game.describe_event(ev, self.player):
                 self.lines.append(line)
-        spec = refiner_spec(self.game, self.player, follower, action)
-        limit = min(self.max_prompt_tokens, self.count_llm.context_window)
-        messages, _ = fitted_messages(self.count_llm, spec, self.lines, self.max_new_tokens, limit)
-        request = GenerateRequest(
-            messages,
-            n=1,
-            temperature=self.temperature,
-            top_p=self.top_p,
-            max_new_tokens=self.max_new_tokens,
-            seed=self.rng.randrange(2**31),
+        messages = refiner_prompt_messages(
+            self.count_llm,
+            self.game,
+            self.player,
+            follower,
+            action,
+            self.lines,
+            self.style,
+            self.max_prompt_tokens,
+        )
+        request = refiner_request(
+            messages, self.style, 1, self.temperature, self.top_p, self.rng.randrange(2**31)
         )
         [[text]] = yield [Routed(REFINER_ROUTE, request)]
-        utterance, ok = parse_refiner_output(text, action)
+        utterance, ok = parse_refiner_output(text, action, self.style.output_format)
         self.refined += 1
         self.parsed += ok
+        self.ended += ended_before_limit(self.count_llm, text, self.style.max_new_tokens)
         return utterance

@@ -19,7 +19,10 @@ Layout of ``reports/{game}/metrics.json``::
         "b": 5, "c": 8, "p_value": 0.58, "significant": false,
         "verdict": "no significant difference (interval includes 0)"}, ...],
      "reward": {"before": {"estimate": -3.1, "ci": [-3.5, -2.7], "n": 48},
-                "after": {...}, "diff": {...}, "significant": true, "verdict": "gain"}}
+                "after": {...}, "diff": {...}, "significant": true, "verdict": "gain"},
+     "refiner_outputs": {                 # per Refiner run (REFINER_RUNS): its completions,
+       "sample": {"completions": 32, "ended_rate": 0.91, "parse_rate": 0.97},  # the share
+       "grpo": {...}, "held_out_before": {...}, "held_out_after": {...}}}  # ended, parsed
 
 Rates: ``overall`` pools the games of every camp played; a camp's game is a win when that
 camp's team is among the winners (ONUW: "village+tanner" counts for both). ``roles`` count
@@ -32,10 +35,15 @@ rate (treated - base). A difference is called a gain or a loss only when p < 0.0
 interval excludes 0. ``reward``: held-out Measurer reward of the base and the trained
 Refiner, bootstrap 95% intervals; ``diff`` = after - before (paired when both lists are
 the same instances in the same order). ``reward`` is null when no rewards were given.
+``refiner_outputs``: how the Refiner's completions came out in each run: the share that
+ended on their own (end-of-sequence or the stop) before the token limit, measured from
+the generation (token counts; in GRPO, 1 - TRL's ``completions/clipped_ratio``), and the
+share that parsed (a usable speech in the asked format); empty when none was given.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -51,6 +59,10 @@ from stackelberg.evaluation.stats import (
 from stackelberg.evaluation.tournament import CHOICE_COUNTS, REFINER_PREFIX, Record
 
 METRICS_VERSION = 1
+#: the Refiner runs of ``refiner_outputs``, in reading order: the sample stage's candidates,
+#: GRPO training, the held-out candidates of the untrained and of the trained Refiner, and
+#: the trained Refiner's speeches in the tournaments
+REFINER_RUNS = ("sample", "grpo", "held_out_before", "held_out_after", "tournament")
 ALPHA = 0.05
 NOT_SIGNIFICANT = "no significant difference (interval includes 0)"
 
@@ -223,6 +235,7 @@ def game_metrics(
     resamples: int = 2000,
     seed: int = 0,
     game: str | None = None,
+    refiner_outputs: Mapping[str, Mapping[str, float]] | None = None,
 ) -> dict[str, Any]:
     """The metrics.json content of one game (see the module docstring); ``game`` names it
     when there are no tournament records to take the name from."""
@@ -238,6 +251,28 @@ def game_metrics(
         "choices": choice_counts(records),
         "paired": paired_tests(records, pairs, resamples, seed),
         "reward": reward_summary(reward_before, reward_after, resamples=resamples, seed=seed),
+        "refiner_outputs": refiner_output_rates(refiner_outputs),
+    }
+
+
+def refiner_output_rates(
+    runs: Mapping[str, Mapping[str, float]] | None,
+) -> dict[str, dict[str, float | None]]:
+    """The ``refiner_outputs`` entry: per run (known runs first), its completions and the
+    ended and parse rates as plain numbers (None where not measured, e.g. NaN)."""
+    runs = runs or {}
+    order = [r for r in REFINER_RUNS if r in runs] + [r for r in runs if r not in REFINER_RUNS]
+
+    def number(x: Any) -> float | None:
+        return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+    return {
+        run: {
+            "completions": int(runs[run].get("completions") or 0),
+            "ended_rate": number(runs[run].get("ended_rate")),
+            "parse_rate": number(runs[run].get("parse_rate")),
+        }
+        for run in order
     }
 
 
@@ -251,7 +286,8 @@ def mlflow_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
 
     ``stat`` is winrate, wins or games; scope is ``overall``, ``camp.X`` or ``role.X``;
     paired tests give ``paired/game/base_vs_treated/{diff,p_value}`` (all camps), rewards
-    ``reward/game/{before,after,diff}``. ``ablation_from_mlflow`` reads these names.
+    ``reward/game/{before,after,diff}``, Refiner outputs
+    ``refiner/game/run/{ended_rate,parse_rate}``. ``ablation_from_mlflow`` reads these names.
     """
     game = metrics["game"]
     out: dict[str, float] = {}
@@ -276,12 +312,17 @@ def mlflow_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
     if metrics.get("reward"):
         for part in ("before", "after", "diff"):
             out[f"reward/{game}/{part}"] = float(metrics["reward"][part]["estimate"])
+    for run, rates in (metrics.get("refiner_outputs") or {}).items():
+        for key in ("ended_rate", "parse_rate"):
+            if rates.get(key) is not None:
+                out[f"refiner/{game}/{run}/{key}"] = float(rates[key])
     return out
 
 
 __all__ = [
     "METRICS_VERSION",
     "NOT_SIGNIFICANT",
+    "REFINER_RUNS",
     "default_pairs",
     "game_metrics",
     "metric_key",
@@ -289,6 +330,7 @@ __all__ = [
     "paired_test",
     "paired_tests",
     "rate",
+    "refiner_output_rates",
     "reward_summary",
     "verdict",
     "win_rates",

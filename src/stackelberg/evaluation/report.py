@@ -189,12 +189,50 @@ def reward_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable:
     )
 
 
+#: names of the Refiner runs of metrics.json's ``refiner_outputs`` (others by their key)
+REFINER_RUN_NAMES = {
+    "sample": "candidates (untrained)",
+    "grpo": "GRPO training",
+    "held_out_before": "held-out, untrained",
+    "held_out_after": "held-out, trained",
+    "tournament": "tournament speeches, trained",
+}
+
+
+def refiner_outputs_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable:
+    """Per game and Refiner run: its completions, the share that ended before the token
+    limit and the share that parsed."""
+    rows = [
+        [
+            game,
+            REFINER_RUN_NAMES.get(run, run),
+            str(r.get("completions", 0)),
+            pct(r.get("ended_rate")),
+            pct(r.get("parse_rate")),
+        ]
+        for game, m in metrics_by_game.items()
+        for run, r in (m.get("refiner_outputs") or {}).items()
+    ]
+    return TextTable(
+        "Refiner outputs",
+        ["game", "run", "completions", "ended before limit", "parsed"],
+        rows,
+        "Ended: the completion stopped on its own (end-of-sequence or stop), counted from its "
+        "tokens (GRPO: 1 - TRL's clipped ratio). Parsed: a usable speech in the asked format.",
+        align_left=2,
+    )
+
+
 def report_tables(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> list[TextTable]:
     """Every table of the report, in reading order (empty ones left out)."""
     tables = [overall_table(metrics_by_game)]
     for m in metrics_by_game.values():
         tables += [camp_table(m), role_table(m)]
-    tables += [paired_table(metrics_by_game), reward_table(metrics_by_game)]
+    tables += [
+        paired_table(metrics_by_game),
+        reward_table(metrics_by_game),
+        refiner_outputs_table(metrics_by_game),
+    ]
     return [t for t in tables if t.rows]
 
 
@@ -249,6 +287,7 @@ __all__ = [
     "overall_table",
     "paired_table",
     "rate_cell",
+    "refiner_outputs_table",
     "render_markdown",
     "render_text",
     "report_tables",

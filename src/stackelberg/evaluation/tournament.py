@@ -153,6 +153,7 @@ def _summary(table: Table, condition: str, camp: str, opponent: str, seats: list
     if refiners:
         record["refined"] = sum(a.refined for a in refiners)
         record["refiner_parsed"] = sum(a.parsed for a in refiners)
+        record["refiner_ended"] = sum(a.ended for a in refiners)
     return record
 
 

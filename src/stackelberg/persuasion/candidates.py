@@ -1,56 +1,108 @@
 """Candidate sampling: n Refiner rewrites of each instance's base utterance.
 
 The Refiner reads what the speaker had seen (its own view, as at play time), the base
-utterance and who speaks next; its raw output and the parsed utterance are both kept.
+utterance and who speaks next; its raw output and the parsed utterance are both kept, and
+whether the completion ended on its own before the token limit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from stackelberg.agents.prompting import fitted_messages
-from stackelberg.agents.refiner import parse_refiner_output, refiner_spec
-from stackelberg.llm import GenerateRequest, Message
+from stackelberg.agents.refiner import (
+    OutputFormat,
+    RefinerStyle,
+    ended_before_limit,
+    parse_refiner_output,
+    refiner_prompt_messages,
+    refiner_request,
+)
+from stackelberg.llm import Message
 from stackelberg.persuasion.context import InstanceView
 
 
 @dataclass(frozen=True)
 class SampleSettings:
+    """Sampling of the Refiner; the prompt and completion fields make its ``style``, which
+    GRPO and play use too."""
+
     n: int = 4
     temperature: float = 0.7
     top_p: float = 0.9
-    max_new_tokens: int = 64
+    max_new_tokens: int = RefinerStyle.max_new_tokens
     max_prompt_tokens: int = 768
+    rules: bool = RefinerStyle.rules
+    output_format: OutputFormat = RefinerStyle.output_format
+    speech_words: int = RefinerStyle.speech_words
+
+    @property
+    def style(self) -> RefinerStyle:
+        return RefinerStyle(self.rules, self.output_format, self.speech_words, self.max_new_tokens)
+
+
+class Candidate(NamedTuple):
+    """One Refiner completion: the raw text, the utterance used, whether it parsed, and
+    whether it ended on its own (end-of-sequence or stop) before the token limit."""
+
+    raw: str
+    utterance: str
+    parsed: bool
+    ended: bool
 
 
 def refiner_prompt(llm: Any, view: InstanceView, settings: SampleSettings) -> list[Message]:
     """The Refiner's prompt for an instance, history fitted to the prompt budget."""
-    spec = refiner_spec(view.game, view.speaker, view.follower, view.base_utterance)
-    limit = min(settings.max_prompt_tokens, llm.context_window)
-    messages, _ = fitted_messages(
-        llm, spec, view.lines(view.speaker), settings.max_new_tokens, limit
+    return refiner_prompt_messages(
+        llm,
+        view.game,
+        view.speaker,
+        view.follower,
+        view.base_utterance,
+        view.lines(view.speaker),
+        settings.style,
+        settings.max_prompt_tokens,
     )
-    return messages
 
 
 def sample_candidates(
     llm: Any, views: Sequence[InstanceView], settings: SampleSettings, seeds: Sequence[int]
-) -> list[list[tuple[str, str, bool]]]:
-    """Per view: n (raw output, utterance, parsed) triples, all views in one batched call."""
+) -> list[list[Candidate]]:
+    """Per view: its n candidates, all views in one batched call."""
+    style = settings.style
     requests = [
-        GenerateRequest(
+        refiner_request(
             refiner_prompt(llm, view, settings),
-            n=settings.n,
-            temperature=settings.temperature,
-            top_p=settings.top_p,
-            max_new_tokens=settings.max_new_tokens,
-            seed=seed,
+            style,
+            settings.n,
+            settings.temperature,
+            settings.top_p,
+            seed,
         )
         for view, seed in zip(views, seeds, strict=True)
     ]
     out = []
     for view, samples in zip(views, llm.run_batch(requests), strict=True):
-        out.append([(raw, *parse_refiner_output(raw, view.base_utterance)) for raw in samples])
+        out.append(
+            [
+                Candidate(
+                    raw,
+                    *parse_refiner_output(raw, view.base_utterance, style.output_format),
+                    ended_before_limit(llm, raw, style.max_new_tokens),
+                )
+                for raw in samples
+            ]
+        )
     return out
+
+
+def output_rates(candidates: Sequence[Candidate]) -> dict[str, float]:
+    """How many completions there were, and the shares that ended before the token limit
+    and that parsed (0 for none)."""
+    n = len(candidates)
+    return {
+        "completions": n,
+        "ended_rate": sum(c.ended for c in candidates) / n if n else 0.0,
+        "parse_rate": sum(c.parsed for c in candidates) / n if n else 0.0,
+    }

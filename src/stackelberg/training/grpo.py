@@ -12,6 +12,7 @@ renamed into place, so a killed run leaves the previous adapter or none, never h
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import json
 import logging
 import math
@@ -42,6 +43,12 @@ RESERVED_COLUMNS = frozenset(
     }
 )
 SETTINGS_FILE = "grpo_settings.json"
+#: completion tokens when none are given (agents.refiner.RefinerStyle's default limit)
+DEFAULT_COMPLETION_LENGTH = 48
+#: TRL's metric of the share of a step's completions that hit max_completion_length
+CLIPPED_RATIO = "completions/clipped_ratio"
+#: the share of a step's completions that parsed, logged by the caller's reward function
+PARSE_RATE = "refiner/parse_rate"
 
 
 def _help(default: Any, text: str) -> Any:
@@ -67,7 +74,14 @@ class GRPOSettings:
     scale_rewards: str = _help("group", f"TRL scale_rewards, one of {SCALE_REWARDS}")
     lora_r: int = _help(16, "LoRA rank (paper: 16)")
     lora_alpha: int = _help(32, "LoRA alpha")
-    max_completion_length: int = _help(48, "new tokens per completion at most (paper: 512)")
+    max_completion_length: int | None = _help(
+        None,
+        "new tokens per completion at most; None: 48, the Refiner's default (the grpo stage "
+        "passes sample.max_new_tokens, the limit sampling and play use too; paper: 512)",
+    )
+    stop: tuple[str, ...] = _help(
+        (), "strings that end a completion like end-of-sequence (the Refiner's style.stop)"
+    )
     temperature: float = _help(0.7, "sampling temperature (paper: 0.7; TRL: 1.0)")
     top_p: float = _help(0.9, "nucleus sampling (paper: 0.9; TRL: 1.0)")
     prompts_per_step: int = _help(1, "distinct prompts in one optimizer step")
@@ -79,6 +93,8 @@ class GRPOSettings:
     vllm_server_timeout: float = _help(240.0, "seconds to wait for the vLLM server at start")
 
     def __post_init__(self) -> None:
+        if self.max_completion_length is None:
+            object.__setattr__(self, "max_completion_length", DEFAULT_COMPLETION_LENGTH)
         checks = [
             (self.num_generations >= 2, "num_generations", "at least 2 (GRPO compares a group)"),
             (self.epsilon > 0, "epsilon", "> 0"),
@@ -119,6 +135,27 @@ class TrainResult:
     model: Any = field(default=None, repr=False, compare=False)
 
 
+def output_rates(history: Sequence[Mapping[str, Any]], completions_per_step: int) -> dict:
+    """A run's completions, the share that ended before the token limit (1 - TRL's
+    ``completions/clipped_ratio``) and the share that parsed (``PARSE_RATE``), over the
+    steps that logged them (each step has as many completions); NaN where none did.
+
+    >>> output_rates([{CLIPPED_RATIO: 0.25, PARSE_RATE: 1.0}, {CLIPPED_RATIO: 0.75}], 4)
+    {'completions': 8, 'ended_rate': 0.5, 'parse_rate': 1.0}
+    """
+
+    def mean(key: str) -> float:
+        values = [float(h[key]) for h in history if isinstance(h.get(key), int | float)]
+        return sum(values) / len(values) if values else float("nan")
+
+    steps = sum(1 for h in history if CLIPPED_RATIO in h)
+    return {
+        "completions": steps * completions_per_step,
+        "ended_rate": 1.0 - mean(CLIPPED_RATIO),
+        "parse_rate": mean(PARSE_RATE),
+    }
+
+
 def completion_texts(completions: Sequence[Any]) -> list[str]:
     """The text of each completion as TRL passes them to a reward function.
 
@@ -139,11 +176,18 @@ def trl_reward(reward_fn: Callable[..., Sequence[float | None]]) -> Callable[...
 
     TRL calls ``f(prompts=, completions=, completion_ids=, **columns, trainer_state=, ...)``
     with message-list completions; the project's rewards want texts and the dataset columns.
+    A ``reward_fn`` with a ``log_metric`` parameter also gets TRL's ``log_metric(name,
+    value)``, which adds a metric to the step's logs (averaged over the step's calls).
 
     >>> f = trl_reward(lambda completions, tag: [len(c) for c in completions])
     >>> f(prompts=[[], []], completions=["ab", "c"], completion_ids=[[1], [2]], tag=[0, 0])
     [2.0, 1.0]
     """
+
+    try:
+        wants_log_metric = "log_metric" in inspect.signature(reward_fn).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: no signature to read
+        wants_log_metric = False
 
     def reward(
         prompts: Sequence[Any],
@@ -156,6 +200,8 @@ def trl_reward(reward_fn: Callable[..., Sequence[float | None]]) -> Callable[...
         **columns: list,
     ) -> list[float | None]:
         texts = completion_texts(completions)
+        if wants_log_metric and log_metric is not None:
+            columns = {**columns, "log_metric": log_metric}
         values = list(reward_fn(texts, **columns))
         if len(values) != len(texts):
             raise ValueError(
@@ -231,12 +277,30 @@ def expected_steps(n_prompts: int, settings: GRPOSettings) -> int:
     return math.ceil(settings.epochs * (n_prompts // settings.prompts_per_step))
 
 
-def grpo_config(settings: GRPOSettings, work_dir: str | Path, cuda: bool) -> Any:
+def stop_token_ids(tokenizer: Any, stop: Sequence[str]) -> list[int]:
+    """Every token whose text contains one of the ``stop`` strings.
+
+    Ending a completion at these tokens is what the local backend's stop strings do for a
+    one-character stop such as a newline (a longer stop split across tokens is not caught).
+    """
+    stops = [s for s in stop if s]
+    if not stops:
+        return []
+    texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))])
+    return [i for i, t in enumerate(texts) if any(s in t for s in stops)]
+
+
+def grpo_config(
+    settings: GRPOSettings, work_dir: str | Path, cuda: bool, stop_ids: Sequence[int] = ()
+) -> Any:
     """The GRPOConfig: the paper's values wherever TRL's defaults differ, and the CPU setup.
 
     One optimizer step = one generation batch = ``prompts_per_step`` prompts x
     ``num_generations`` completions (no gradient accumulation, each batch used once), in
     one process: under ``accelerate launch`` with N processes a step would see N times that.
+    ``stop_ids`` end a completion: through vLLM they are its ``stop_token_ids`` (kept in the
+    output, so TRL counts the completion as ended); with transformers generation the
+    trainer adds them to its end-of-sequence ids (``TimedGRPOTrainer``).
     """
     from trl import GRPOConfig
 
@@ -277,6 +341,9 @@ def grpo_config(settings: GRPOSettings, work_dir: str | Path, cuda: bool) -> Any
         model_init_kwargs={"dtype": "bfloat16" if bf16 else "float32"},
         use_vllm=settings.use_vllm,
         **vllm,
+        generation_kwargs={"stop_token_ids": list(stop_ids)}
+        if settings.use_vllm and stop_ids
+        else None,
         # the caller logs (on_step) and keeps only the adapter
         logging_steps=1,
         report_to="none",
@@ -320,6 +387,7 @@ def train_refiner(
 
     from datasets import Dataset
     from peft import LoraConfig
+    from transformers import AutoTokenizer
 
     from stackelberg.training.trainer import StepLog, TimedGRPOTrainer
 
@@ -330,10 +398,16 @@ def train_refiner(
             {"prompt": list(prompts), **{k: list(v) for k, v in columns.items()}}
         )
         steps_log = StepLog(on_step)
+        stop_ids = (
+            stop_token_ids(AutoTokenizer.from_pretrained(base), settings.stop)
+            if settings.stop
+            else []
+        )
         trainer = TimedGRPOTrainer(
             model=str(base),
             reward_funcs=trl_reward(reward_fn),
-            args=grpo_config(settings, work / "trainer", cuda),
+            args=grpo_config(settings, work / "trainer", cuda, stop_ids),
+            stop_token_ids=stop_ids,
             train_dataset=dataset,
             peft_config=LoraConfig(
                 r=settings.lora_r,

@@ -7,7 +7,7 @@ module only when it trains.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from transformers import TrainerCallback
@@ -22,12 +22,21 @@ class TimedGRPOTrainer(GRPOTrainer):
 
     Generation and the reward (a Measurer LLM in this project) dominate a GRPO step, and
     knowing which one does decides where to spend effort (vLLM, a faster Measurer).
+
+    ``stop_token_ids`` end a completion as end-of-sequence does (the Refiner's stop, e.g. a
+    newline): generation stops there, the loss masks what follows, and TRL's
+    ``completions/clipped_ratio`` counts such a completion as ended, not clipped.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, stop_token_ids: Sequence[int] = (), **kwargs: Any) -> None:
         self.generation_s_total = 0.0
         self.reward_s_total = 0.0
         super().__init__(*args, **kwargs)
+        if stop_token_ids:
+            self.eos_token_ids = list(dict.fromkeys([*self.eos_token_ids, *stop_token_ids]))
+            if getattr(self, "generation_kwargs", None) is not None:  # transformers generate
+                self.generation_kwargs["eos_token_id"] = self.eos_token_ids
+                self.generation_config.eos_token_id = self.eos_token_ids
 
     def _record(self, name: str, seconds: float) -> None:
         mode = "train" if self.model.training else "eval"

@@ -1,0 +1,156 @@
+"""The Refiner's prompt options, output formats and parser, and its one style for sampling,
+GRPO and play."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stackelberg.agents.refiner import (
+    RefinerStyle,
+    ended_before_limit,
+    parse_refiner_output,
+    refiner_request,
+    refiner_spec,
+)
+from stackelberg.games import make_game
+from stackelberg.params import SampleParams, load_params
+from stackelberg.persuasion.candidates import SampleSettings
+from stages._data import settings_from
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE = "I suspect Player 4."
+
+
+@pytest.fixture(scope="module")
+def game():
+    g = make_game("werewolf")
+    g.reset(3)
+    return g
+
+
+# ---- the parser ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I trust Player 2, and so should you.", ("I trust Player 2, and so should you.", True)),
+        ("  Player 4 lied. Vote Player 4.\n", ("Player 4 lied. Vote Player 4.", True)),
+        ("I trust Player 2.\nAnd a second line.", ("I trust Player 2.", True)),
+        ('"Player 4 is a werewolf."', ("Player 4 is a werewolf.", True)),
+        ('Your planned speech: "I suspect Player 4."', ("I suspect Player 4.", True)),
+        ("Player 3: I trust Player 2.", ("I trust Player 2.", True)),  # speaker tag dropped
+        ("Response: Vote Player 4 today.", ("Vote Player 4 today.", True)),
+        ("Analysis: be firm.\nResponse: Vote Player 4.", ("Vote Player 4.", True)),
+    ],
+)
+def test_speech_format_parses_one_line_of_speech(text, expected):
+    assert parse_refiner_output(text, BASE, "speech") == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "used"),
+    [
+        ("", BASE),  # nothing written: the planned speech is said
+        ("\n", BASE),
+        ("Analysis: I want Player 5 to vote with me.", BASE),
+        # otherwise the text is used as it is, but it does not count as parsed
+        ("The game so far:", "The game so far:"),  # a heading echoed from the prompt
+        ("Night 1: Player 3 died.", "Night 1: Player 3 died."),  # a game-log line echoed
+        ("Day 2: Player 5 is out.", "Day 2: Player 5 is out."),
+        ("(20 words)", "(20 words)"),
+        ("...", "..."),
+    ],
+)
+def test_speech_format_rejects_what_is_not_speech(text, used):
+    assert parse_refiner_output(text, BASE, "speech") == (used, False)
+
+
+def test_analysis_format_needs_the_response_line():
+    two_lines = "Analysis: I want Player 5 on my side.\nResponse: Player 5, vote with me."
+    assert parse_refiner_output(two_lines, BASE, "analysis") == ("Player 5, vote with me.", True)
+    # a plain line is a speech in the speech format, but not the two lines asked for
+    assert parse_refiner_output("Vote with me.", BASE, "analysis") == ("Vote with me.", False)
+    assert parse_refiner_output("Analysis: only this.", BASE, "analysis") == (BASE, False)
+    assert parse_refiner_output("Response:", BASE, "analysis") == ("Response:", False)
+
+
+# ---- the prompt options --------------------------------------------------------------------
+
+
+def test_default_prompt_names_the_game_and_asks_for_one_sentence(game):
+    spec = refiner_spec(game, 0, 1, BASE)
+    assert spec.system.startswith("You play Werewolf. You are Player 1.")
+    assert game.rules_text not in spec.system
+    assert "Player 2, who speaks next" in spec.system
+    assert "one short sentence of at most 20 words" in spec.question
+    assert spec.question.endswith(f'Your planned speech: "{BASE}"')  # right before the answer
+    assert "Analysis" not in spec.question and "Response" not in spec.question
+
+
+def test_release_options_carry_the_rules_and_the_two_line_format(game):
+    style = RefinerStyle(rules=True, output_format="analysis", speech_words=100)
+    spec = refiner_spec(game, 0, 1, BASE, style)
+    assert spec.system.startswith(game.rules_text)
+    assert "You are Player 1." in spec.system and "You play Werewolf." not in spec.system
+    assert spec.question.startswith(f'Your planned speech: "{BASE}"')
+    assert "in at most 100 words" in spec.question
+    assert "Analysis: <how you want Player 2 to respond" in spec.question
+    assert spec.question.endswith("Response: <your new speech>")
+    # each option alone
+    rules_only = refiner_spec(game, 0, 1, BASE, RefinerStyle(rules=True))
+    assert game.rules_text in rules_only.system and "one short sentence" in rules_only.question
+    words = refiner_spec(game, 0, None, BASE, RefinerStyle(speech_words=7))
+    assert "at most 7 words" in words.question and "the next speaker" in words.system
+
+
+def test_style_decides_stop_and_limit_of_every_request():
+    speech, analysis = RefinerStyle(max_new_tokens=40), RefinerStyle(output_format="analysis")
+    assert speech.stop == ("\n",) and analysis.stop == ()
+    r = refiner_request([{"role": "user", "content": "x"}], speech, 3, 0.7, 0.9, 11)
+    assert (r.n, r.max_new_tokens, r.stop, r.seed) == (3, 40, ("\n",), 11)
+    assert refiner_request([], analysis, 1, 0.7, 0.9, 0).stop == ()
+    with pytest.raises(ValueError, match="output_format"):
+        RefinerStyle(output_format="json")
+
+
+def test_sample_section_options_build_the_style():
+    default = settings_from(SampleSettings, SampleParams())
+    assert default.style == RefinerStyle()  # the embedded default: speech, no rules
+    params = load_params(ROOT / "configs/paper.yaml")
+    paper = settings_from(SampleSettings, params.sample).style
+    assert paper == RefinerStyle(
+        rules=True, output_format="analysis", speech_words=100, max_new_tokens=512
+    )
+    embedded = settings_from(SampleSettings, load_params(ROOT / "params.yaml").sample).style
+    assert embedded.output_format == "speech" and embedded.stop == ("\n",)
+
+
+# ---- ended before the limit ----------------------------------------------------------------
+
+
+class WordTokens:
+    """A tokenizer stand-in: one token per word."""
+
+    def encode(self, text: str, first: bool = True) -> list[int]:
+        assert first is False  # a completion's tokens: no special tokens added
+        return list(range(len(text.split())))
+
+
+def test_ended_counts_the_completions_tokens_against_the_limit():
+    llm = WordTokens()
+    assert ended_before_limit(llm, "one two three", 4)
+    assert not ended_before_limit(llm, "one two three four", 4)  # stopped by the limit
+    assert ended_before_limit(llm, "", 4)
+
+
+def test_ended_falls_back_to_the_backends_count():
+    class Counting:
+        def count_tokens(self, text):
+            return len(text)
+
+    assert ended_before_limit(Counting(), "abc", 4) and not ended_before_limit(
+        Counting(), "abcd", 4
+    )
