@@ -16,6 +16,7 @@ from typing import Any
 
 from stackelberg.llm import LLMConfig, make_llm
 from stackelberg.params import Params, load_params
+from stackelberg.persuasion.context import InstanceView, instance_rows
 
 #: dataset and model locations by stage output; {game} is filled in
 LAYOUT = {
@@ -102,6 +103,11 @@ class StageContext:
     @property
     def inputs(self) -> list[Path]:
         return [self.path(s) for s in INPUTS[self.stage]]
+
+    def instances(self, dataset: str, ids: list[str]) -> tuple[list[dict], list[InstanceView]]:
+        """Rows of ``dataset`` (instances or intents) and their views, for ``ids``."""
+        stage = {"instances": "select", "intents": "label"}[dataset]
+        return instance_rows(self.path(stage), dataset, self.path("selfplay"), ids)
 
     def llm(self, role: str):
         """The backend of ``models.<role>`` (refiner or measurer; one model)."""

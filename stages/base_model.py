@@ -44,9 +44,3 @@ def finish(ctx, results) -> dict:
     tmp.rename(target)
     size = sum(f.stat().st_size for f in Path(target).rglob("*") if f.is_file())
     return {"megabytes": size / 2**20, "roles_on_base": len(res["uses_base"])}
-
-
-if __name__ == "__main__":
-    from stages._cli import stage_main
-
-    stage_main("base_model", per_game=False)

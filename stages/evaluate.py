@@ -8,11 +8,10 @@ same seeds). Writes reports/GAME/metrics.json (DVC metrics) and PNG plots, logs 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 import polars as pl
 
-from stackelberg.datasets import read_dataset
+from stackelberg.datasets import read_dataset, seed_of
 from stackelberg.evaluation.ablation import VARIANT_KEY
 from stackelberg.evaluation.metrics import game_metrics, mlflow_metrics
 from stackelberg.evaluation.plots import (
@@ -24,13 +23,10 @@ from stackelberg.evaluation.tournament import play_matrix
 from stackelberg.io import atomic_writer
 from stackelberg.llm import LLMConfig
 from stackelberg.params import draw_model
-from stackelberg.persuasion.candidates import output_rates, sample_candidates
+from stackelberg.persuasion.candidates import dataset_rates, output_rates, sample_candidates
 from stackelberg.persuasion.measurer import measure
+from stackelberg.training.grpo import TRAIN_HISTORY
 from stackelberg.training.grpo import output_rates as training_rates
-from stages._data import rows_and_views, seed_of
-from stages.grpo import HISTORY, refiner_settings
-from stages.sample import candidate_rates, sample_settings
-from stages.score import measurer_context, reward_config
 
 METRICS = "metrics.json"
 
@@ -39,9 +35,7 @@ def trained_refiner(ctx, dtype: str = "auto"):
     """The Refiner with this game's trained adapter merged in (``dtype``: an override)."""
     update = {"adapter": str(ctx.path("grpo"))} | ({"dtype": dtype} if dtype != "auto" else {})
     config = ctx.params.models.refiner.model_copy(update=update)
-    from flows.context import get_llm
-
-    return get_llm(config)
+    return ctx.model(config)
 
 
 def plan(ctx) -> list[dict]:
@@ -60,22 +54,20 @@ def held_out_reward(ctx) -> dict:
     df = read_dataset(ctx.path("label"), "intents").filter(pl.col("split") == "test")
     if df.is_empty():
         return {"before": [], "after": []}
-    rows, views = rows_and_views(ctx, "intents", df["instance_id"].to_list())
+    rows, views = ctx.instances("intents", df["instance_id"].to_list())
     # Both Refiners prompted and stopped as the trained one plays.
-    settings = replace(refiner_settings(ctx.params, ctx.game), n=p.n)
+    settings = ctx.params.refiner_sampling(ctx.game).model_copy(update={"n": p.n})
     seeds = [seed_of(r["instance_id"]) + 7_919 * (p.seed + 1) for r in rows]
     score = ctx.params.for_game("score", ctx.game)
-    measurer, cfg, context = ctx.llm("measurer"), reward_config(score), measurer_context(score)
+    measurer = ctx.llm("measurer")
     out = {}
     for name, refiner in (("before", ctx.llm("refiner")), ("after", trained_refiner(ctx))):
         samples = sample_candidates(refiner, views, settings, seeds)
         out[f"{name}_outputs"] = output_rates([c for cands in samples for c in cands])
         means = []
         for row, view, cands in zip(rows, views, samples, strict=True):
-            texts = context.texts([c.raw for c in cands], [c.utterance for c in cands])
-            parts, _ = measure(
-                measurer, view, texts, row["desired"], row["undesired"], cfg, context
-            )
+            texts = score.texts([c.raw for c in cands], [c.utterance for c in cands])
+            parts, _ = measure(measurer, view, texts, row["desired"], row["undesired"], score)
             means.append(sum(x.reward for x in parts) / len(parts))
         out[name] = means
     return out
@@ -84,7 +76,7 @@ def held_out_reward(ctx) -> dict:
 def tournaments(ctx) -> dict:
     p = ctx.section
     trained = ctx.params.for_game("grpo", ctx.game)
-    style = refiner_settings(ctx.params, ctx.game).style
+    style = ctx.params.refiner_sampling(ctx.game).style
     seeds = range(p.tournament_seed, p.tournament_seed + p.tournament_games)
     # Each seed draws its players' model (the same for every condition: pairs stay paired).
     model_of_seed = {s: draw_model(ctx.params.models.player, s).model_dump_json() for s in seeds}
@@ -102,10 +94,7 @@ def tournaments(ctx) -> dict:
         # The Refiner plays as it was trained: its prompt, completion limit, stop, sampling.
         refiner_options={
             "max_prompt_tokens": p.max_prompt_tokens,
-            "max_new_tokens": style.max_new_tokens,
-            "rules": style.rules,
-            "output_format": style.output_format,
-            "speech_words": style.speech_words,
+            "style": style,
             "temperature": trained.temperature,
             "top_p": trained.top_p,
         },
@@ -121,7 +110,7 @@ def finish(ctx, results) -> dict:
     p = ctx.section
     reward = results[0]
     records = results[1]["records"] if len(results) > 1 else []
-    trained = json.loads((ctx.path("grpo") / HISTORY).read_text())
+    trained = json.loads((ctx.path("grpo") / TRAIN_HISTORY).read_text())
     history = trained["history"]
     metrics = game_metrics(
         records,
@@ -164,9 +153,9 @@ def refiner_outputs(ctx, reward: dict, trained: dict, records: list[dict]) -> di
     out = {}
     candidates = ctx.path("sample")
     if candidates.exists():
-        settings = sample_settings(ctx.params.for_game("sample", ctx.game))
+        limit = ctx.params.for_game("sample", ctx.game).max_new_tokens
         df = read_dataset(candidates, "candidates")
-        out["sample"] = candidate_rates(ctx.llm("refiner"), df, settings)
+        out["sample"] = dataset_rates(ctx.llm("refiner"), df, limit)
     out["grpo"] = training_rates(trained["history"], trained.get("completions_per_step", 0))
     for name in ("before", "after"):
         if f"{name}_outputs" in reward:
@@ -178,9 +167,3 @@ def refiner_outputs(ctx, reward: dict, trained: dict, records: list[dict]) -> di
             "parse_rate": sum(r.get("refiner_parsed", 0) for r in records) / refined,
         }
     return out
-
-
-if __name__ == "__main__":
-    from stages._cli import stage_main
-
-    stage_main("evaluate")

@@ -10,38 +10,22 @@ from __future__ import annotations
 
 import json
 import tempfile
-import time
 from collections import defaultdict
-from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
 
 from stackelberg.agents.refiner import parse_refiner_output
 from stackelberg.datasets import read_dataset
-from stackelberg.persuasion.candidates import SampleSettings, refiner_prompt
+from stackelberg.persuasion.candidates import refiner_prompt
 from stackelberg.persuasion.measurer import measure
 from stackelberg.training.grpo import (
     PARSE_RATE,
-    GRPOSettings,
+    TRAIN_HISTORY,
     output_rates,
     train_refiner,
     write_adapter,
 )
-from stages._data import rows_and_views
-from stages.sample import sample_settings
-from stages.score import measurer_context, reward_config
-
-HISTORY = "train_history.json"
-
-
-def refiner_settings(params, game: str) -> SampleSettings:
-    """The Refiner's prompting and completion as GRPO trains it and ``refiner+X`` plays it:
-    the sample section's (one definition), with ``grpo.max_completion_length`` as its
-    token limit only when that is set."""
-    settings = sample_settings(params.for_game("sample", game))
-    limit = params.for_game("grpo", game).max_completion_length
-    return replace(settings, max_new_tokens=limit) if limit else settings
 
 
 def plan(ctx) -> list[dict]:
@@ -52,23 +36,20 @@ def plan(ctx) -> list[dict]:
 
 
 def work(ctx, item) -> dict:
-    rows, views = rows_and_views(ctx, "intents", item["ids"])
+    rows, views = ctx.instances("intents", item["ids"])
     refiner_cfg = ctx.params.models.refiner
     if refiner_cfg.backend != "local":
         raise ValueError("grpo: models.refiner must be a local model (a checkpoint to train)")
     measurer = ctx.llm("measurer")
     score = ctx.params.for_game("score", ctx.game)
-    cfg, context = reward_config(score), measurer_context(score)
     by_id = {r["instance_id"]: (r, v) for r, v in zip(rows, views, strict=True)}
-    prompting = refiner_settings(ctx.params, ctx.game)
+    prompting = ctx.params.refiner_sampling(ctx.game)
     output_format = prompting.output_format
     prompts = [refiner_prompt(ctx.llm("refiner"), v, prompting) for v in views]
-    measured = {"seconds": 0.0, "calls": 0}
 
     def reward_fn(
         completions: list[str], instance_id: list[str], log_metric=None, **_
     ) -> list[float]:
-        t0 = time.perf_counter()
         groups: dict[str, list[int]] = defaultdict(list)
         for i, iid in enumerate(instance_id):
             groups[iid].append(i)
@@ -80,25 +61,15 @@ def work(ctx, item) -> dict:
             outputs = [parse_refiner_output(t, row["base_utterance"], output_format) for t in raw]
             parsed = [utterance for utterance, _ in outputs]
             n_parsed += sum(ok for _, ok in outputs)
-            texts = context.texts(raw, parsed)
-            parts, _ = measure(
-                measurer, view, texts, row["desired"], row["undesired"], cfg, context
-            )
+            texts = score.texts(raw, parsed)
+            parts, _ = measure(measurer, view, texts, row["desired"], row["undesired"], score)
             for i, p in zip(idx, parts, strict=True):
                 rewards[i] = p.reward
         if log_metric is not None and completions:  # the step's parse rate, in its history
             log_metric(PARSE_RATE, n_parsed / len(completions))
-        measured["seconds"] += time.perf_counter() - t0
-        measured["calls"] += 1
         return rewards
 
-    settings = GRPOSettings(
-        **{
-            **ctx.section.model_dump(),
-            "max_completion_length": prompting.max_new_tokens,
-            "stop": prompting.style.stop,
-        }
-    )
+    settings = ctx.section.model_copy(update={"max_completion_length": prompting.max_new_tokens})
     ctx.path().parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".grpo-", dir=ctx.path().parent) as scratch:
         result = train_refiner(
@@ -108,6 +79,7 @@ def work(ctx, item) -> dict:
             reward_fn,
             settings,
             Path(scratch) / "adapter",
+            stop=prompting.style.stop,
         )
         summary = {
             "history": result.history,
@@ -117,7 +89,7 @@ def work(ctx, item) -> dict:
             "prompts": len(prompts),
             "completions_per_step": settings.completions_per_step,
         }
-        (Path(result.adapter_dir) / HISTORY).write_text(json.dumps(summary, indent=1))
+        (Path(result.adapter_dir) / TRAIN_HISTORY).write_text(json.dumps(summary, indent=1))
         # The files travel in the (persisted) result: `dvc repro` deletes the stage's
         # outputs before rerunning it, so a cached result must not point at them.
         files = {f.name: f.read_bytes() for f in Path(result.adapter_dir).iterdir()}
@@ -169,9 +141,3 @@ def register_adapter(adapter: Path, name: str) -> str:
     source = f"{run.info.artifact_uri}/refiner-adapter"
     version = client.create_model_version(name, source=source, run_id=run.info.run_id)
     return version.version
-
-
-if __name__ == "__main__":
-    from stages._cli import stage_main
-
-    stage_main("grpo")

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from stackelberg.datasets import from_rows, read_dataset, write_dataset
+from stackelberg.datasets import batches, from_rows, read_dataset, seed_of, write_dataset
 from stackelberg.llm import LLMConfig
 from stackelberg.params import draw_model
-from stackelberg.persuasion.intents import LabelSettings, label_views
-from stages._data import batches, rows_and_views, seed_of, settings_from
-
-
-def settings(ctx) -> LabelSettings:
-    return settings_from(LabelSettings, ctx.section)
+from stackelberg.persuasion.intents import label_views
 
 
 def plan(ctx) -> list[dict]:
@@ -19,13 +14,13 @@ def plan(ctx) -> list[dict]:
 
 
 def work(ctx, item) -> dict:
-    rows, views = rows_and_views(ctx, "instances", item["ids"])
-    s = settings(ctx)
+    rows, views = ctx.instances("instances", item["ids"])
+    s = ctx.section
     # Each instance's game draws its labeler (a list of models), as self-play draws players.
     by_model: dict[str, list[int]] = {}
     for i, row in enumerate(rows):
         by_model.setdefault(
-            draw_model(ctx.params.models.backend, row["seed"]).model_dump_json(), []
+            draw_model(ctx.params.models.labeler, row["seed"]).model_dump_json(), []
         ).append(i)
     labels: list = [None] * len(rows)
     labeler_of: list[str] = [""] * len(rows)
@@ -64,9 +59,3 @@ def finish(ctx, results) -> dict:
         "parse_rate": len(rows) / total if total else 0.0,
         "mean_attempts": sum(res["attempts"] for res in results) / max(total, 1),
     }
-
-
-if __name__ == "__main__":
-    from stages._cli import stage_main
-
-    stage_main("label")

@@ -45,9 +45,3 @@ def finish(ctx, results) -> dict:
     with atomic_writer(SUMMARY) as fh:
         fh.write(markdown_report(metrics, plots, extra, title="Stackelberg Speaker: evaluation"))
     return {"games": len(metrics), "ablation_tables": len(extra)}
-
-
-if __name__ == "__main__":
-    from stages._cli import stage_main
-
-    stage_main("report", per_game=False)

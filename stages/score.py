@@ -4,18 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from stackelberg.datasets import from_rows, read_dataset, write_dataset
-from stackelberg.persuasion.measurer import MeasurerContext, measure
-from stackelberg.persuasion.reward import RewardConfig
-from stages._data import batches, rows_and_views, settings_from
-
-
-def reward_config(section) -> RewardConfig:
-    return settings_from(RewardConfig, section)
-
-
-def measurer_context(section) -> MeasurerContext:
-    return settings_from(MeasurerContext, section)
+from stackelberg.datasets import batches, from_rows, read_dataset, write_dataset
+from stackelberg.persuasion.measurer import measure
 
 
 def plan(ctx) -> list[dict]:
@@ -23,17 +13,17 @@ def plan(ctx) -> list[dict]:
 
 
 def work(ctx, item) -> list[dict]:
-    rows, views = rows_and_views(ctx, "intents", item["ids"])
+    rows, views = ctx.instances("intents", item["ids"])
     cands = read_dataset(ctx.path("sample"), "candidates").filter(
         pl.col("instance_id").is_in(item["ids"])
     )
-    cfg, context = reward_config(ctx.section), measurer_context(ctx.section)
+    settings = ctx.section
     llm = ctx.llm("measurer")
     out = []
     for row, view in zip(rows, views, strict=True):
         mine = cands.filter(pl.col("instance_id") == row["instance_id"]).sort("candidate_index")
-        texts = context.texts(mine["refiner_output"].to_list(), mine["candidate"].to_list())
-        parts, cut = measure(llm, view, texts, row["desired"], row["undesired"], cfg, context)
+        texts = settings.texts(mine["refiner_output"].to_list(), mine["candidate"].to_list())
+        parts, cut = measure(llm, view, texts, row["desired"], row["undesired"], settings)
         for c, p in zip(mine.iter_rows(named=True), parts, strict=True):
             d = p.as_dict()
             out.append(
@@ -55,8 +45,8 @@ def work(ctx, item) -> list[dict]:
                         )
                     },
                     **{k: list(d[k]) for k in ("pos_means", "neg_means", "pos_sums", "neg_sums")},
-                    "variant": cfg.variant,
-                    "aggregation": cfg.aggregation,
+                    "variant": settings.variant,
+                    "aggregation": settings.aggregation,
                     "history_cut": cut,
                 }
             )
@@ -76,9 +66,3 @@ def finish(ctx, results) -> dict:
         "reward_mean.base": base.mean() if base.len() else float("nan"),
         "prompts_cut": int((cut > 0).sum()),
     }
-
-
-if __name__ == "__main__":
-    from stages._cli import stage_main
-
-    stage_main("score")

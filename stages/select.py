@@ -27,9 +27,3 @@ def finish(ctx, results) -> dict:
     write_dataset(df, ctx.path(), "instances")
     n_test = df.filter(df["split"] == "test").height
     return {"instances": df.height, "train": df.height - n_test, "test": n_test}
-
-
-if __name__ == "__main__":
-    from stages._cli import stage_main
-
-    stage_main("select")

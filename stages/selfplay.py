@@ -64,9 +64,3 @@ def finish(ctx, results) -> dict:
     write_dataset(df, ctx.path(), "selfplay")
     wins = Counter(df["winner"].to_list())
     return {"games": df.height, **{f"win_rate.{k}": v / df.height for k, v in wins.items()}}
-
-
-if __name__ == "__main__":
-    from stages._cli import stage_main
-
-    stage_main("selfplay")

@@ -156,7 +156,7 @@ def test_a_bad_params_file_stops_the_pipeline_with_one_line_before_prefect(tmp_p
     path = tmp_path / "params.yaml"
     path.write_text(f"models: {{measurer: {CLAUDE}}}\n")
     env = {**os.environ, "STACKELBERG_PARAMS": str(path), "PREFECT_API_URL": "http://0.0.0.0:9/api"}
-    for command in (["flows.pipeline"], ["stages.score", "werewolf"]):
+    for command in (["flows.pipeline"], ["flows.run", "score", "werewolf"]):
         proc = subprocess.run(
             [sys.executable, "-m", *command], cwd=ROOT, env=env, capture_output=True, text=True
         )

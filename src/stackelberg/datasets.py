@@ -37,7 +37,7 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
         "winner": pl.String,
         "agents": pl.String,
         "models": pl.String,  # the model of each seat, comma-separated ("" without an LLM)
-        "record": pl.String,  # the game record of DESIGN.md as JSON
+        "record": pl.String,  # the game record (docs/records.md) as JSON
         "speech_turns": pl.String,  # JSON [[event index, speaker, follower or null], ...]
     },
     "instances": INSTANCE,
@@ -122,3 +122,18 @@ def empty(name: str) -> pl.DataFrame:
 
 def from_rows(rows: list[dict], name: str) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=SCHEMAS[name]) if rows else empty(name)
+
+
+def batches(df: pl.DataFrame, size: int) -> list[dict]:
+    """Work items of ``size`` instances each, named by their first and last instance."""
+    ids = df["instance_id"].to_list()
+    return [
+        {"label": f"{chunk[0]}..{chunk[-1]}", "ids": chunk}
+        for chunk in (ids[i : i + size] for i in range(0, len(ids), size))
+    ]
+
+
+def seed_of(instance_id: str) -> int:
+    """A stable integer seed for an instance (its game seed and event index)."""
+    _, seed, event = instance_id.rsplit("-", 2)
+    return int(seed) * 10_000 + int(event)

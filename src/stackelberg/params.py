@@ -1,7 +1,9 @@
 """The pipeline's parameters (params.yaml): one validated section per stage.
 
 Every section is a pydantic model with ``extra="forbid"``: an unknown key or a bad value
-stops the run with one line naming the key. Per-game tuning lives in ``game_overrides``
+stops the run with one line naming the key. The sections of the method's stages are the
+library's own settings classes (``label``: LabelSettings, ``sample``: SampleSettings,
+``score``: ScoreSettings, ``grpo``: GRPOSettings), so a key is defined once. Per-game tuning lives in ``game_overrides``
 (e.g. ``game_overrides.werewolf.grpo.learning_rate``) so that DVC reruns only that game's
 stages when one game's values change, while ``dvc exp run -S score.variant=pos_only``
 changes a shared value for every game.
@@ -14,25 +16,20 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-)
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from stackelberg.llm.config import Dtype, LLMConfig
+from stackelberg.persuasion.candidates import SampleSettings, trained_sampling
+from stackelberg.persuasion.intents import LabelSettings
+from stackelberg.persuasion.measurer import ScoreSettings
+from stackelberg.settings import Settings, one_line
+from stackelberg.training.grpo import GRPOSettings
 
 GameName = Literal["werewolf", "avalon", "onuw"]
 
 
 class ParamsError(ValueError):
     """A params file that cannot be used; the message is one line naming the key."""
-
-
-class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class WeightedLLMConfig(LLMConfig):
@@ -62,10 +59,10 @@ def draw_model(entry: ModelEntry, seed: int) -> LLMConfig:
     return rng.choices(entry, weights=[m.weight for m in entry])[0].config()
 
 
-class ModelsParams(Section):
-    backend: ModelEntry = Field(
+class ModelsParams(Settings):
+    labeler: ModelEntry = Field(
         default_factory=LLMConfig,
-        description="intent labeling LLM (a list: each instance's game draws one)",
+        description="the intent labeler (a list: each instance's game draws one)",
     )
     refiner: LLMConfig = Field(
         default_factory=lambda: LLMConfig(model="models/base"),
@@ -81,7 +78,14 @@ class ModelsParams(Section):
         "(a list: each game draws one)",
     )
 
-    @field_validator("backend", "player")
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "backend" in data:
+            raise ValueError("'backend' is now 'labeler' (the intent labeling LLM): rename the key")
+        return data
+
+    @field_validator("labeler", "player")
     @classmethod
     def _not_empty(cls, value: ModelEntry) -> ModelEntry:
         if isinstance(value, list) and not value:
@@ -89,7 +93,7 @@ class ModelsParams(Section):
         return value
 
 
-class PlayerParams(Section):
+class PlayerParams(Settings):
     """How the LLM players of a stage play (self-play, tournaments)."""
 
     choice: Literal["auto", "score", "generate"] = Field(
@@ -120,96 +124,17 @@ class SelfplayParams(PlayerParams):
     games: int = Field(20, ge=1, description="games per game type")
     seed: int = Field(0, description="seed of the first game; game i uses seed + i")
     agents: str = Field("scripted", description="agent kind for all seats, or one per seat")
-    options: dict[str, Any] = Field(default_factory=dict, description="game options (RULES.md)")
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="game options (docs/games.md)"
+    )
     batch_games: int = Field(8, ge=1, description="games played at once (LLM calls batched)")
 
 
-class SelectParams(Section):
+class SelectParams(Settings):
     instances: int = Field(12, ge=1, description="instances to select (paper: 4000)")
     test_fraction: float = Field(0.25, gt=0, lt=1, description="share of game seeds held out")
     seed: int = Field(0, description="seed of the balanced draw and the split")
     min_words: int = Field(3, ge=1, description="speech shorter than this is not an instance")
-
-
-class LabelParams(Section):
-    k: int = Field(3, ge=1, description="desired and undesired responses per instance")
-    full_information: bool = Field(
-        True, description="the labeler sees every role (paper); false: the speaker's view (release)"
-    )
-    show_base_utterance: bool = Field(
-        True,
-        description="the labeler reads the speech it labels (false: the release labels "
-        "before the speaker talks)",
-    )
-    scheme: Literal["per_response", "json"] = Field(
-        "per_response", description="one generation per response (small models) or one JSON"
-    )
-    max_attempts: int = Field(3, ge=1, description="tries per response before dropping")
-    max_new_tokens: int = Field(32, ge=8)
-    temperature: float = Field(0.7, ge=0)
-    top_p: float = Field(0.9, gt=0, le=1)
-    max_prompt_tokens: int = Field(768, ge=128, description="prompt budget; oldest history cut")
-    batch_instances: int = Field(8, ge=1, description="instances per Prefect task")
-
-
-class SampleParams(Section):
-    n: int = Field(4, ge=1, description="Refiner candidates per instance (paper: 8)")
-    temperature: float = Field(0.7, ge=0)
-    top_p: float = Field(0.9, gt=0, le=1)
-    max_new_tokens: int = Field(
-        48, ge=8, description="the Refiner's completion limit in sampling, GRPO, play (paper: 512)"
-    )
-    max_prompt_tokens: int = Field(768, ge=128, description="prompt budget; oldest history cut")
-    batch_instances: int = Field(8, ge=1)
-    # The Refiner's prompt and output (agents.refiner.RefinerStyle), the same in sampling,
-    # GRPO and play.
-    rules: bool = Field(False, description="the game's rules in the Refiner prompt (release)")
-    output_format: Literal["speech", "analysis"] = Field(
-        "speech",
-        description="speech: the new speech alone on one line, stops at the newline; "
-        "analysis: the release's 'Analysis: ...' and 'Response: ...' lines",
-    )
-    speech_words: int = Field(20, ge=1, description="longest speech asked for (release: 100)")
-
-
-class ScoreParams(Section):
-    variant: Literal["full", "pos_only", "neg_only"] = "full"
-    follower_history: Literal["own_view", "global_log"] = Field(
-        "own_view",
-        description="what the Measurer's follower has seen: its own view of the game, or "
-        "the release's global log (every event, private ones marked with who saw them)",
-    )
-    candidate_text: Literal["parsed", "raw"] = Field(
-        "parsed",
-        description="the speaker's line the follower reads: the parsed utterance, or the "
-        "release's raw Refiner completion",
-    )
-    aggregation: Literal["mean", "sum"] = Field("mean", description="release: mean; summary: sum")
-    clamp: float = Field(50.0, gt=0)
-    free_words: int = Field(100, ge=0)
-    full_penalty_words: int = Field(200, ge=1)
-    max_penalty: float = Field(10.0, ge=0)
-    batch_instances: int = Field(4, ge=1)
-
-
-class GRPOParams(Section):
-    num_generations: int = Field(4, ge=2, description="completions per prompt (paper: 8)")
-    epsilon: float = Field(0.2, gt=0, description="clip range of the ratio")
-    beta: float = Field(0.04, ge=0, description="KL coefficient to the reference policy")
-    learning_rate: float = Field(1e-4, gt=0, description="paper: 1e-6 on a 7B model")
-    epochs: float = Field(1.0, gt=0, description="paper: 3")
-    loss_type: str = Field("grpo", description="TRL loss_type; the paper's GRPO is 'grpo'")
-    scale_rewards: str = Field("group", description="TRL scale_rewards")
-    lora_r: int = Field(16, ge=1)
-    lora_alpha: int = Field(32, ge=1)
-    max_completion_length: int | None = Field(
-        None, ge=8, description="None: sample.max_new_tokens (one limit); a number: GRPO and play"
-    )
-    temperature: float = Field(0.7, gt=0)
-    top_p: float = Field(0.9, gt=0, le=1)
-    prompts_per_step: int = Field(1, ge=1, description="distinct prompts in one optimizer step")
-    seed: int = 0
-    use_vllm: bool = Field(False, description="TRL generation through vLLM (GPU only)")
 
 
 class EvaluateParams(PlayerParams):
@@ -237,7 +162,7 @@ class EvaluateParams(PlayerParams):
     )
 
 
-class TrackingParams(Section):
+class TrackingParams(Settings):
     tracking_uri: str = Field(
         "sqlite:///mlruns.db", description="MLflow; $MLFLOW_TRACKING_URI wins"
     )
@@ -247,7 +172,7 @@ class TrackingParams(Section):
     )
 
 
-class OrchestrationParams(Section):
+class OrchestrationParams(Settings):
     deploy_cron: str = Field("0 3 * * *", description="schedule of the served pipeline deployment")
     task_retries: int = Field(2, ge=0)
 
@@ -255,15 +180,15 @@ class OrchestrationParams(Section):
 STAGE_SECTIONS = ("selfplay", "select", "label", "sample", "score", "grpo", "evaluate")
 
 
-class Params(Section):
+class Params(Settings):
     games: list[GameName] = Field(default_factory=lambda: ["werewolf", "avalon", "onuw"])
     models: ModelsParams = Field(default_factory=ModelsParams)
     selfplay: SelfplayParams = Field(default_factory=SelfplayParams)
     select: SelectParams = Field(default_factory=SelectParams)
-    label: LabelParams = Field(default_factory=LabelParams)
-    sample: SampleParams = Field(default_factory=SampleParams)
-    score: ScoreParams = Field(default_factory=ScoreParams)
-    grpo: GRPOParams = Field(default_factory=GRPOParams)
+    label: LabelSettings = Field(default_factory=LabelSettings)
+    sample: SampleSettings = Field(default_factory=SampleSettings)
+    score: ScoreSettings = Field(default_factory=ScoreSettings)
+    grpo: GRPOSettings = Field(default_factory=GRPOSettings)
     evaluate: EvaluateParams = Field(default_factory=EvaluateParams)
     tracking: TrackingParams = Field(default_factory=TrackingParams)
     orchestration: OrchestrationParams = Field(default_factory=OrchestrationParams)
@@ -282,6 +207,11 @@ class Params(Section):
                     )
         return value
 
+    def refiner_sampling(self, game: str) -> SampleSettings:
+        """The Refiner as GRPO trains it and ``refiner+X`` plays it (``trained_sampling``)."""
+        limit = self.for_game("grpo", game).max_completion_length
+        return trained_sampling(self.for_game("sample", game), limit)
+
     def for_game(self, section: str, game: str) -> Any:
         """A stage section with the game's overrides applied (and validated)."""
         base = getattr(self, section)
@@ -291,17 +221,7 @@ class Params(Section):
         try:
             return type(base)(**{**base.model_dump(), **override})
         except ValidationError as err:
-            raise ParamsError(_one_line(err, prefix=f"game_overrides.{game}.{section}")) from None
-
-
-def _one_line(err: ValidationError, prefix: str = "") -> str:
-    parts = []
-    for e in err.errors():
-        loc = ".".join(str(x) for x in (prefix, *e["loc"]) if str(x))
-        value = e.get("input")
-        shown = f" (got {value!r})" if not isinstance(value, dict | list) else ""
-        parts.append(f"{loc or 'params'}: {e['msg']}{shown}")
-    return "; ".join(parts)
+            raise ParamsError(one_line(err, prefix=f"game_overrides.{game}.{section}")) from None
 
 
 def load_params(path: str | Path = "params.yaml") -> Params:
@@ -320,7 +240,7 @@ def load_params(path: str | Path = "params.yaml") -> Params:
     try:
         params = Params(**raw)
     except ValidationError as err:
-        raise ParamsError(f"{path}: {_one_line(err)}") from None
+        raise ParamsError(f"{path}: {one_line(err)}") from None
     for game in params.games:
         for section in STAGE_SECTIONS:
             params.for_game(section, game)

@@ -15,9 +15,8 @@ from stackelberg.agents.refiner import (
     refiner_spec,
 )
 from stackelberg.games import make_game
-from stackelberg.params import SampleParams, load_params
+from stackelberg.params import load_params
 from stackelberg.persuasion.candidates import SampleSettings
-from stages._data import settings_from
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = "I suspect Player 4."
@@ -117,14 +116,14 @@ def test_style_decides_stop_and_limit_of_every_request():
 
 
 def test_sample_section_options_build_the_style():
-    default = settings_from(SampleSettings, SampleParams())
+    default = SampleSettings()
     assert default.style == RefinerStyle()  # the embedded default: speech, no rules
     params = load_params(ROOT / "configs/paper.yaml")
-    paper = settings_from(SampleSettings, params.sample).style
+    paper = params.sample.style
     assert paper == RefinerStyle(
         rules=True, output_format="analysis", speech_words=100, max_new_tokens=512
     )
-    embedded = settings_from(SampleSettings, load_params(ROOT / "params.yaml").sample).style
+    embedded = load_params(ROOT / "params.yaml").sample.style
     assert embedded.output_format == "speech" and embedded.stop == ("\n",)
 
 

@@ -12,8 +12,9 @@ from stackelberg.datasets import read_dataset
 from stackelberg.evaluation.metrics import game_metrics, mlflow_metrics
 from stackelberg.evaluation.report import markdown_report, terminal_report
 from stackelberg.params import Params
+from stackelberg.persuasion.candidates import dataset_rates
 from stackelberg.training.grpo import CLIPPED_RATIO, PARSE_RATE
-from stages import evaluate, grpo, sample
+from stages import evaluate, sample
 
 
 class WordTokens:
@@ -66,7 +67,7 @@ def test_sample_stage_reports_both_rates(ctx, sampled):
     df = read_dataset(ctx.path("sample"), "candidates")
     assert df.height == 5 and set(df.columns) >= {"refiner_output", "parsed"}
     # counted again from the written candidates, with the same tokens: the same rates
-    rates = sample.candidate_rates(WordTokens(), df, sample.sample_settings(ctx.section))
+    rates = dataset_rates(WordTokens(), df, ctx.section.max_new_tokens)
     assert rates == {"completions": 4, "ended_rate": 0.75, "parse_rate": 0.75}
 
 
@@ -121,8 +122,8 @@ def test_unmeasured_rates_are_none_not_nan():
 
 def test_one_definition_for_sampling_grpo_and_play():
     params = Params(sample={"max_new_tokens": 40, "output_format": "analysis", "rules": True})
-    trained = grpo.refiner_settings(params, "avalon")
-    assert trained == sample.sample_settings(params.sample)
+    trained = params.refiner_sampling("avalon")
+    assert trained == params.sample
     assert trained.style.max_new_tokens == 40 and trained.style.stop == ()
     override = Params(grpo={"max_completion_length": 24})
-    assert grpo.refiner_settings(override, "onuw").max_new_tokens == 24
+    assert override.refiner_sampling("onuw").max_new_tokens == 24

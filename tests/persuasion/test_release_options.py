@@ -16,8 +16,7 @@ from stackelberg.persuasion.intents import (
     label_views,
     per_response_question,
 )
-from stackelberg.persuasion.measurer import MeasurerContext, measure
-from stackelberg.persuasion.reward import RewardConfig
+from stackelberg.persuasion.measurer import ScoreSettings, measure
 
 
 @pytest.fixture
@@ -76,8 +75,8 @@ def test_label_settings_reach_the_prompts(view):
 
 
 def test_the_followers_history_is_its_own_view_or_the_global_log(view):
-    own = MeasurerContext().history(view)
-    log = MeasurerContext(follower_history="global_log").history(view)
+    own = ScoreSettings().history(view)
+    log = ScoreSettings(follower_history="global_log").history(view)
     assert own == view.lines(view.follower)
     private = [e for e in view.game.events[: view.event_index] if e.visible_to != "all"]
     hidden = [e for e in private if view.follower not in e.visible_to]
@@ -90,8 +89,8 @@ def test_the_followers_history_is_its_own_view_or_the_global_log(view):
 
 def test_the_follower_reads_the_parsed_utterance_or_the_raw_completion():
     raw, parsed = ["Analysis: be calm.\nResponse: I trust Player 2."], ["I trust Player 2."]
-    assert MeasurerContext().texts(raw, parsed) == parsed
-    assert MeasurerContext(candidate_text="raw").texts(raw, parsed) == raw
+    assert ScoreSettings().texts(raw, parsed) == parsed
+    assert ScoreSettings(candidate_text="raw").texts(raw, parsed) == raw
 
 
 class ContextScorer:
@@ -115,8 +114,8 @@ class ContextScorer:
 
 def test_measure_uses_the_chosen_history(view):
     llm = ContextScorer()
-    cfg = RewardConfig()
-    measure(llm, view, ["I am the Seer."], ["Yes."], ["No."], cfg)
-    measure(llm, view, ["I am the Seer."], ["Yes."], ["No."], cfg, MeasurerContext("global_log"))
+    measure(llm, view, ["I am the Seer."], ["Yes."], ["No."], ScoreSettings())
+    log = ScoreSettings(follower_history="global_log")
+    measure(llm, view, ["I am the Seer."], ["Yes."], ["No."], log)
     own, log = llm.contexts
     assert " only) " not in own and " only) " in log

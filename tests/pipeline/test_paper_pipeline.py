@@ -61,7 +61,7 @@ SHRINK = {
 def paper_params_on(url: str) -> dict:
     params = yaml.safe_load((ROOT / "configs/paper.yaml").read_text())
     models = params["models"]
-    for entry in (*models["backend"], *models["player"], models["measurer"]):
+    for entry in (*models["labeler"], *models["player"], models["measurer"]):
         entry["base_url"] = url if entry["backend"] == "anthropic" else f"{url}/v1"
     models["refiner"] = {"backend": "local", "model": "models/base"}
     for key, value in SHRINK.items():

@@ -124,7 +124,7 @@ def test_a_stage_killed_halfway_resumes_without_redoing_finished_items(project):
     before = set(results.iterdir())
     intents = (root / "data/intents/onuw.parquet").read_bytes()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "stages.label", "onuw"],
+        [sys.executable, "-m", "flows.run", "label", "onuw"],
         cwd=root,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -140,7 +140,7 @@ def test_a_stage_killed_halfway_resumes_without_redoing_finished_items(project):
     assert (root / "data/intents/onuw.parquet").read_bytes() == intents, (
         "a killed stage wrote output"
     )
-    rerun = sh([sys.executable, "-m", "stages.label", "onuw"], root, env)
+    rerun = sh([sys.executable, "-m", "flows.run", "label", "onuw"], root, env)
     assert "items=2" in rerun.stderr and "items_cached=1" in rerun.stderr, rerun.stderr[-2000:]
     assert read_dataset(root / "data/intents/onuw.parquet", "intents").height >= 1
 
@@ -162,7 +162,7 @@ def test_a_forced_rerun_reuses_finished_training_and_a_reward_change_retrains(pr
         assert adapter.read_bytes() == trained
         params["score"]["variant"] = "pos_only"
         (root / "params.yaml").write_text(yaml.safe_dump(params))
-        rerun = sh([sys.executable, "-m", "stages.grpo", "werewolf"], root, env)
+        rerun = sh([sys.executable, "-m", "flows.run", "grpo", "werewolf"], root, env)
         assert "items_cached=0" in rerun.stderr, rerun.stderr[-2000:]
         assert (root / "models/refiner/werewolf/adapter_config.json").exists()
     finally:

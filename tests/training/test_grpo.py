@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import fields
 
 import pytest
+from pydantic import ValidationError
 
-from stackelberg.params import GRPOParams
+from stackelberg.params import Params
 from stackelberg.training import (
     GRPOSettings,
     completion_texts,
@@ -68,13 +68,13 @@ def run(embedded_base, tmp_path_factory):
     return result, calls
 
 
-def test_settings_mirror_params():
-    params = GRPOParams()
-    settings = GRPOSettings(**params.model_dump())
-    assert settings == GRPOSettings()
-    assert set(GRPOParams.model_fields) <= {f.name for f in fields(GRPOSettings)}
-    for f in fields(GRPOSettings):
-        assert f.metadata.get("help"), f"{f.name} has no help"
+def test_params_grpo_section_is_the_settings_class():
+    assert Params().grpo == GRPOSettings()
+    assert isinstance(Params(grpo={"loss_type": "dr_grpo"}).grpo, GRPOSettings)
+    with pytest.raises(ValidationError, match="loss_type"):
+        Params(grpo={"loss_type": "ppo"})
+    for name, f in GRPOSettings.model_fields.items():
+        assert f.description, f"{name} has no description"
 
 
 def test_config_sets_the_paper_values_explicitly(tmp_path):
@@ -142,9 +142,9 @@ def test_bad_inputs_fail_before_loading(embedded_base, tmp_path, change, error, 
 
 
 def test_bad_settings_and_output_dir(embedded_base, tmp_path):
-    with pytest.raises(ValueError, match="num_generations=1 is invalid"):
+    with pytest.raises(ValidationError, match="num_generations\n.*greater than or equal to 2"):
         GRPOSettings(num_generations=1)
-    with pytest.raises(ValueError, match="loss_type='ppo' is invalid"):
+    with pytest.raises(ValidationError, match="loss_type\n.*'grpo'"):
         GRPOSettings(loss_type="ppo")
     (tmp_path / "data.csv").write_text("keep me")
     with pytest.raises(ValueError, match="not a PEFT adapter folder"):
@@ -272,8 +272,8 @@ def test_stop_strings_become_every_token_that_holds_them():
 
 
 def test_the_completion_limit_defaults_to_the_refiners_and_no_stop_on_cpu(tmp_path):
-    assert GRPOSettings(max_completion_length=None).max_completion_length == 48
-    s = GRPOSettings(num_generations=2, max_completion_length=32, stop=("\n",))
+    assert GRPOSettings(max_completion_length=None).completion_limit == 48
+    s = GRPOSettings(num_generations=2, max_completion_length=32)
     cfg = grpo_config(s, tmp_path, cuda=False, stop_ids=[198])
     assert cfg.max_completion_length == 32
     assert cfg.generation_kwargs is None  # transformers: the trainer adds them to its EOS ids
@@ -298,9 +298,15 @@ def test_a_stop_ends_completions_like_end_of_sequence(embedded_base, tmp_path):
         log_metric(PARSE_RATE, 1.0)
         return [float(len(c)) for c in completions]
 
-    settings = GRPOSettings(num_generations=2, max_completion_length=16, stop=(" ",))
+    settings = GRPOSettings(num_generations=2, max_completion_length=16)
     result = train_refiner(
-        embedded_base, PROMPTS, {"instance_id": ["w-1", "a-7"]}, reward, settings, tmp_path / "a"
+        embedded_base,
+        PROMPTS,
+        {"instance_id": ["w-1", "a-7"]},
+        reward,
+        settings,
+        tmp_path / "a",
+        stop=(" ",),
     )
     assert [h[CLIPPED_RATIO] for h in result.history] == [0.0, 0.0]
     assert all(h["completions/max_length"] < 16 for h in result.history)

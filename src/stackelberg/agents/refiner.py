@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 import types
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
+
+from pydantic import Field
 
 from stackelberg.agents.base import Agent
 from stackelberg.agents.prompting import (
@@ -25,6 +26,7 @@ from stackelberg.agents.prompting import (
 from stackelberg.agents.runner import Routed
 from stackelberg.games.base import Decision, Game, player_name
 from stackelberg.llm import GenerateRequest, Message
+from stackelberg.settings import Settings
 
 REFINER_ROUTE = "refiner"
 GAME_TITLES = {"werewolf": "Werewolf", "avalon": "Avalon", "onuw": "One Night Ultimate Werewolf"}
@@ -44,32 +46,26 @@ _SPEECH_LABEL = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class RefinerStyle:
+class RefinerStyle(Settings):
     """How the Refiner is asked and how its completion ends: the one definition that
-    candidate sampling, GRPO and play (``refiner+X``) all use.
+    candidate sampling, GRPO and play (``refiner+X``) all use (the ``sample`` section of
+    params.yaml holds these keys)."""
 
-    ``rules``: the game's rules in the prompt (the release: yes) or only its name, which
-    keeps the prompt short (every prompt token is paid again in each GRPO step).
-    ``output_format``: ``speech`` (the new speech alone, on one line; generation stops at
-    the newline, so a small model ends its utterance on its own) or ``analysis`` (the
-    release's "Analysis: ... / Response: ..." lines; only end-of-sequence stops it).
-    ``speech_words``: the longest speech asked for, in words (the release: 100, where the
-    reward's length penalty starts). ``max_new_tokens``: the completion's token limit.
-    """
-
-    rules: bool = False
-    output_format: OutputFormat = "speech"
-    speech_words: int = 20
-    max_new_tokens: int = 48
-
-    def __post_init__(self) -> None:
-        if self.output_format not in OUTPUT_FORMATS:
-            raise ValueError(
-                f"Refiner output_format {self.output_format!r}: expected one of {OUTPUT_FORMATS}"
-            )
-        if self.speech_words < 1 or self.max_new_tokens < 1:
-            raise ValueError("Refiner speech_words and max_new_tokens must be at least 1")
+    rules: bool = Field(
+        False,
+        description="the game's rules in the Refiner prompt (release); false: only the game's "
+        "name, a short prompt (every prompt token is paid again in each GRPO step)",
+    )
+    output_format: OutputFormat = Field(
+        "speech",
+        description="speech: the new speech alone on one line, generation stops at the "
+        "newline (a small model ends its utterance on its own); analysis: the release's "
+        "'Analysis: ...' and 'Response: ...' lines, only end-of-sequence stops it",
+    )
+    speech_words: int = Field(20, ge=1, description="longest speech asked for (release: 100)")
+    max_new_tokens: int = Field(
+        48, ge=1, description="the Refiner's completion limit in sampling, GRPO and play"
+    )
 
     @property
     def stop(self) -> tuple[str, ...]:
@@ -219,18 +215,15 @@ class RefinerAgent(Agent):
         inner: Agent,
         count_llm: Any,
         max_prompt_tokens: int = 1024,
-        max_new_tokens: int = RefinerStyle.max_new_tokens,
+        style: RefinerStyle | None = None,
         temperature: float = 0.7,
         top_p: float = 0.9,
-        rules: bool = RefinerStyle.rules,
-        output_format: OutputFormat = RefinerStyle.output_format,
-        speech_words: int = RefinerStyle.speech_words,
     ) -> None:
         self.inner = inner
         self.kind = f"refiner+{inner.kind}"
         self.count_llm = count_llm
         self.max_prompt_tokens = max_prompt_tokens
-        self.style = RefinerStyle(rules, output_format, speech_words, max_new_tokens)
+        self.style = style or RefinerStyle()
         self.temperature = temperature
         self.top_p = top_p
         self.refined = 0

@@ -8,11 +8,11 @@ whether the completion ended on its own before the token limit.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from pydantic import Field
+
 from stackelberg.agents.refiner import (
-    OutputFormat,
     RefinerStyle,
     ended_before_limit,
     parse_refiner_output,
@@ -23,23 +23,29 @@ from stackelberg.llm import Message
 from stackelberg.persuasion.context import InstanceView
 
 
-@dataclass(frozen=True)
-class SampleSettings:
-    """Sampling of the Refiner; the prompt and completion fields make its ``style``, which
-    GRPO and play use too."""
+class SampleSettings(RefinerStyle):
+    """Sampling of the Refiner: the ``sample`` section of params.yaml. Its RefinerStyle
+    fields (prompt and completion) are the ``style`` that GRPO and play use too."""
 
-    n: int = 4
-    temperature: float = 0.7
-    top_p: float = 0.9
-    max_new_tokens: int = RefinerStyle.max_new_tokens
-    max_prompt_tokens: int = 768
-    rules: bool = RefinerStyle.rules
-    output_format: OutputFormat = RefinerStyle.output_format
-    speech_words: int = RefinerStyle.speech_words
+    n: int = Field(4, ge=1, description="Refiner candidates per instance (paper: 8)")
+    temperature: float = Field(0.7, ge=0, description="Refiner sampling temperature")
+    top_p: float = Field(0.9, gt=0, le=1, description="Refiner nucleus sampling")
+    max_prompt_tokens: int = Field(768, ge=128, description="prompt budget; oldest history cut")
+    batch_instances: int = Field(8, ge=1, description="instances per work item (pipeline)")
 
     @property
     def style(self) -> RefinerStyle:
-        return RefinerStyle(self.rules, self.output_format, self.speech_words, self.max_new_tokens)
+        return RefinerStyle(**self.model_dump(include=set(RefinerStyle.model_fields)))
+
+
+def trained_sampling(sample: SampleSettings, completion_limit: int | None) -> SampleSettings:
+    """The Refiner's prompting and completion as GRPO trains it and ``refiner+X`` plays it:
+    the sample settings (one definition), with GRPO's own token limit only when it is set."""
+    return (
+        sample.model_copy(update={"max_new_tokens": completion_limit})
+        if completion_limit
+        else sample
+    )
 
 
 class Candidate(NamedTuple):
@@ -106,3 +112,15 @@ def output_rates(candidates: Sequence[Candidate]) -> dict[str, float]:
         "ended_rate": sum(c.ended for c in candidates) / n if n else 0.0,
         "parse_rate": sum(c.parsed for c in candidates) / n if n else 0.0,
     }
+
+
+def dataset_rates(llm: Any, candidates: Any, max_new_tokens: int) -> dict[str, float]:
+    """:func:`output_rates` of a written candidates dataset (its ``refiner`` rows), their
+    tokens counted with ``llm``'s tokenizer as at sampling."""
+    refined = candidates.filter(candidates["source"] == "refiner")
+    return output_rates(
+        [
+            Candidate(raw, text, parsed, ended_before_limit(llm, raw, max_new_tokens))
+            for raw, text, parsed in refined.select("refiner_output", "candidate", "parsed").rows()
+        ]
+    )

@@ -14,7 +14,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
+
+import polars as pl
 
 from stackelberg.agents.prompting import (
     SPEECH_STYLE,
@@ -24,6 +27,7 @@ from stackelberg.agents.prompting import (
     player_spec,
     speech_question,
 )
+from stackelberg.datasets import read_dataset
 from stackelberg.games import Game, game_class
 from stackelberg.games.base import player_name
 
@@ -186,3 +190,15 @@ def follower_prompt_pieces(llm: Any, view: InstanceView, lines: Sequence[str]) -
     if not slot:
         raise ValueError("the chat template dropped the candidate slot")
     return context, joiner
+
+
+def instance_rows(
+    rows_path: str | Path, dataset: str, selfplay_path: str | Path, ids: Sequence[str]
+) -> tuple[list[dict], list[InstanceView]]:
+    """The rows of ``ids`` in an instances or intents dataset, and the view of each, read
+    from the self-play game it comes from."""
+    df = read_dataset(rows_path, dataset)
+    rows = df.filter(pl.col("instance_id").is_in(list(ids))).to_dicts()
+    games = read_dataset(selfplay_path, "selfplay")
+    records = dict(zip(games["seed"].to_list(), games["record"].to_list(), strict=True))
+    return rows, [instance_view(records[r["seed"]], r) for r in rows]

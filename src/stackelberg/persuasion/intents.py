@@ -1,4 +1,4 @@
-"""Intent identification (PAPER.md step 1): K desired and K undesired follower responses.
+"""Intent identification (the method's step 1): K desired and K undesired follower responses.
 
 The labeler reads the rules, the game so far, the speaker's role (or, with
 ``full_information``, every role) and the base utterance (or, without
@@ -15,11 +15,14 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from stackelberg.agents.prompting import PromptSpec, clean_speech, fitted_messages, identity
 from stackelberg.llm import GenerateRequest
 from stackelberg.persuasion.context import InstanceView
+from stackelberg.settings import Settings
 
 DESIRED, UNDESIRED = "desired", "undesired"
 _EXAMPLES = {
@@ -29,17 +32,27 @@ _EXAMPLES = {
 _JUNK = re.compile(r"game so far|analysis:|response:|desired|undesired|\{|\}|example", re.I)
 
 
-@dataclass(frozen=True)
-class LabelSettings:
-    k: int = 3
-    full_information: bool = True
-    show_base_utterance: bool = True
-    scheme: str = "per_response"
-    max_attempts: int = 3
-    max_new_tokens: int = 32
-    temperature: float = 0.7
-    top_p: float = 0.9
-    max_prompt_tokens: int = 768
+class LabelSettings(Settings):
+    """How intents are labeled: the ``label`` section of params.yaml."""
+
+    k: int = Field(3, ge=1, description="desired and undesired responses per instance")
+    full_information: bool = Field(
+        True, description="the labeler sees every role (paper); false: the speaker's view (release)"
+    )
+    show_base_utterance: bool = Field(
+        True,
+        description="the labeler reads the speech it labels (false: the release labels "
+        "before the speaker talks)",
+    )
+    scheme: Literal["per_response", "json"] = Field(
+        "per_response", description="one generation per response (small models) or one JSON"
+    )
+    max_attempts: int = Field(3, ge=1, description="tries per response before dropping")
+    max_new_tokens: int = Field(32, ge=8, description="new tokens per labeler answer")
+    temperature: float = Field(0.7, ge=0, description="labeler sampling temperature")
+    top_p: float = Field(0.9, gt=0, le=1, description="labeler nucleus sampling")
+    max_prompt_tokens: int = Field(768, ge=128, description="prompt budget; oldest history cut")
+    batch_instances: int = Field(8, ge=1, description="instances per work item (pipeline)")
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Impact measurement (PAPER.md step 2): how a candidate shifts the follower's responses.
+"""Impact measurement (the method's step 2): how a candidate shifts the follower's responses.
 
 The Measurer plays the follower: its prompt is the follower's own agent prompt with the
 candidate as the leader's latest message, and the reward comes from the log-probabilities
@@ -11,8 +11,9 @@ If the prompt does not fit the Measurer's window, the oldest history lines are d
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
+
+from pydantic import Field
 
 from stackelberg.llm import fit_history
 from stackelberg.persuasion.context import (
@@ -26,14 +27,22 @@ from stackelberg.persuasion.reward import RewardConfig, RewardParts, measurer_re
 SAFETY_TOKENS = 8
 
 
-@dataclass(frozen=True)
-class MeasurerContext:
-    """What the Measurer's follower reads: its own view of the game (default) or the
-    release's global log; and the speaker's line as the parsed utterance or the Refiner's
-    raw completion (the release)."""
+class ScoreSettings(RewardConfig):
+    """The ``score`` section of params.yaml: the reward's terms, and what the Measurer's
+    follower reads: its own view of the game (default) or the release's global log; the
+    speaker's line as the parsed utterance or the Refiner's raw completion (the release)."""
 
-    follower_history: Literal["own_view", "global_log"] = "own_view"
-    candidate_text: Literal["parsed", "raw"] = "parsed"
+    follower_history: Literal["own_view", "global_log"] = Field(
+        "own_view",
+        description="what the Measurer's follower has seen: its own view of the game, or "
+        "the release's global log (every event, private ones marked with who saw them)",
+    )
+    candidate_text: Literal["parsed", "raw"] = Field(
+        "parsed",
+        description="the speaker's line the follower reads: the parsed utterance, or the "
+        "release's raw Refiner completion",
+    )
+    batch_instances: int = Field(4, ge=1, description="instances per work item (pipeline)")
 
     def texts(self, raw: Sequence[str], parsed: Sequence[str]) -> list[str]:
         """The candidates as the follower reads them."""
@@ -50,10 +59,10 @@ def fitted_follower_lines(
     view: InstanceView,
     candidates: Sequence[str],
     responses: Sequence[str],
-    context: MeasurerContext = MeasurerContext(),
+    settings: ScoreSettings = ScoreSettings(),  # noqa: B008 (frozen)
 ) -> tuple[list[str], int]:
     """The follower's history, cut from the oldest line until everything fits the window."""
-    lines = context.history(view)
+    lines = settings.history(view)
     reserve = (
         max(llm.count_tokens(c) for c in candidates)
         + max(llm.count_tokens(r) for r in responses)
@@ -73,18 +82,17 @@ def measure(
     candidates: Sequence[str],
     desired: Sequence[str],
     undesired: Sequence[str],
-    cfg: RewardConfig,
-    context: MeasurerContext = MeasurerContext(),
+    settings: ScoreSettings,
 ) -> tuple[list[RewardParts], int]:
     """Reward parts of each candidate, and how many history lines were cut to fit."""
     candidates = list(candidates)
     responses = [*desired, *undesired]
-    lines, cut = fitted_follower_lines(llm, view, candidates, responses, context)
+    lines, cut = fitted_follower_lines(llm, view, candidates, responses, settings)
     context, joiner = follower_prompt_pieces(llm, view, lines)
     logprobs = llm.score_nested(context, candidates, responses, joiner)
     k = len(desired)
     parts = [
-        measurer_reward(cand, lps[:k], lps[k:], cfg)
+        measurer_reward(cand, lps[:k], lps[k:], settings)
         for cand, lps in zip(candidates, logprobs, strict=True)
     ]
     return parts, cut

@@ -1,4 +1,4 @@
-"""The Measurer reward of a candidate utterance (PAPER.md step 2).
+"""The Measurer reward of a candidate utterance (the method's step 2).
 
     R(u) = sum_k agg lp(u+_k | ctx, u) - sum_k agg lp(u-_k | ctx, u)
 
@@ -14,34 +14,33 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from pydantic import Field, model_validator
+
+from stackelberg.settings import Settings
+
 Variant = Literal["full", "pos_only", "neg_only"]
 Aggregation = Literal["mean", "sum"]
 VARIANTS: tuple[str, ...] = ("full", "pos_only", "neg_only")
 AGGREGATIONS: tuple[str, ...] = ("mean", "sum")
 
 
-@dataclass(frozen=True)
-class RewardConfig:
+class RewardConfig(Settings):
     """How token log-probabilities become one reward."""
 
-    variant: Variant = "full"  # which terms count: full, pos_only, neg_only
-    aggregation: Aggregation = "mean"  # per response: mean (release) or sum (summary) of token lps
-    clamp: float = 50.0  # |R| before the length penalty is at most this
-    free_words: int = 100  # no penalty up to this many words
-    full_penalty_words: int = 200  # the penalty reaches its maximum here
-    max_penalty: float = 10.0  # the largest penalty (subtracted)
+    variant: Variant = Field("full", description="which terms count: full, pos_only, neg_only")
+    aggregation: Aggregation = Field(
+        "mean", description="per response: mean (release) or sum (summary) of token log-probs"
+    )
+    clamp: float = Field(50.0, gt=0, description="|R| before the length penalty is at most this")
+    free_words: int = Field(100, ge=0, description="no length penalty up to this many words")
+    full_penalty_words: int = Field(200, ge=1, description="the penalty is largest from here")
+    max_penalty: float = Field(10.0, ge=0, description="the largest length penalty (subtracted)")
 
-    def __post_init__(self) -> None:
-        if self.variant not in VARIANTS:
-            raise ValueError(f"reward variant {self.variant!r} is not one of {VARIANTS}")
-        if self.aggregation not in AGGREGATIONS:
-            raise ValueError(
-                f"reward aggregation {self.aggregation!r} is not one of {AGGREGATIONS}"
-            )
-        if self.clamp <= 0 or self.max_penalty < 0:
-            raise ValueError("reward clamp must be > 0 and max_penalty >= 0")
-        if not 0 <= self.free_words < self.full_penalty_words:
-            raise ValueError("reward free_words must be >= 0 and below full_penalty_words")
+    @model_validator(mode="after")
+    def _penalty_ramp(self) -> RewardConfig:
+        if self.free_words >= self.full_penalty_words:
+            raise ValueError("free_words must be below full_penalty_words")
+        return self
 
 
 @dataclass(frozen=True)

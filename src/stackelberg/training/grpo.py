@@ -3,7 +3,7 @@
 Each optimizer step takes ``prompts_per_step`` Refiner prompts, samples ``num_generations``
 rewrites of each, scores them with the caller's reward (the Measurer's persuasion reward) and
 updates the adapter with group-relative advantages. Everything where TRL's defaults differ
-from the paper is set explicitly from :class:`GRPOSettings` (STACK.md, "TRL GRPO on CPU").
+from the paper is set explicitly from :class:`GRPOSettings`.
 
 Only the adapter is kept: it is written to a temporary folder beside ``output_dir`` and
 renamed into place, so a killed run leaves the previous adapter or none, never half of one.
@@ -20,14 +20,18 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
+
+from stackelberg.settings import Settings
 
 log = logging.getLogger(__name__)
 
-LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo")
-SCALE_REWARDS = ("group", "batch", "none")
+LossType = Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo"]
+ScaleRewards = Literal["group", "batch", "none"]
 # Keyword names TRL itself passes to reward functions: a dataset column cannot use them.
 RESERVED_COLUMNS = frozenset(
     {
@@ -43,6 +47,8 @@ RESERVED_COLUMNS = frozenset(
     }
 )
 SETTINGS_FILE = "grpo_settings.json"
+#: the run's step history, written beside the adapter by the pipeline's grpo stage
+TRAIN_HISTORY = "train_history.json"
 #: completion tokens when none are given (agents.refiner.RefinerStyle's default limit)
 DEFAULT_COMPLETION_LENGTH = 48
 #: TRL's metric of the share of a step's completions that hit max_completion_length
@@ -51,71 +57,54 @@ CLIPPED_RATIO = "completions/clipped_ratio"
 PARSE_RATE = "refiner/parse_rate"
 
 
-def _help(default: Any, text: str) -> Any:
-    return field(default=default, metadata={"help": text})
+class GRPOSettings(Settings):
+    """GRPO settings of one Refiner run: the ``grpo`` section of params.yaml.
 
-
-@dataclass(frozen=True)
-class GRPOSettings:
-    """GRPO settings of one Refiner run; the fields mirror ``params.GRPOParams``.
-
-    Build it with ``GRPOSettings(**params.grpo.model_dump())``; the ``vllm_*`` fields are
-    extra and only matter with ``use_vllm`` on a GPU, where TRL's server mode is used: start
-    ``CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model <base>`` (not plain ``vllm serve``: TRL
-    pushes the merged adapter weights to it each step) and train on another GPU.
+    The ``vllm_*`` fields only matter with ``use_vllm`` on a GPU, where TRL's server mode
+    is used: start ``CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model <base>`` (not plain
+    ``vllm serve``: TRL pushes the merged adapter weights to it each step) and train on
+    another GPU.
     """
 
-    num_generations: int = _help(4, "completions per prompt, the GRPO group (paper: 8)")
-    epsilon: float = _help(0.2, "clip range of the probability ratio (paper: 0.2)")
-    beta: float = _help(0.04, "KL coefficient to the reference policy (paper: 0.04; TRL: 0.0)")
-    learning_rate: float = _help(1e-4, "AdamW learning rate (paper: 1e-6 on a 7B model)")
-    epochs: float = _help(1.0, "passes over the prompts (paper: 3)")
-    loss_type: str = _help("grpo", f"TRL loss_type, one of {LOSS_TYPES} (TRL default: dapo)")
-    scale_rewards: str = _help("group", f"TRL scale_rewards, one of {SCALE_REWARDS}")
-    lora_r: int = _help(16, "LoRA rank (paper: 16)")
-    lora_alpha: int = _help(32, "LoRA alpha")
-    max_completion_length: int | None = _help(
+    num_generations: int = Field(
+        4, ge=2, description="completions per prompt, the GRPO group (paper: 8)"
+    )
+    epsilon: float = Field(0.2, gt=0, description="clip range of the probability ratio")
+    beta: float = Field(
+        0.04, ge=0, description="KL coefficient to the reference policy (paper: 0.04; TRL: 0)"
+    )
+    learning_rate: float = Field(
+        1e-4, gt=0, description="AdamW learning rate (paper: 1e-6 on a 7B model)"
+    )
+    epochs: float = Field(1.0, gt=0, description="passes over the prompts (paper: 3)")
+    loss_type: LossType = Field(
+        "grpo", description="TRL loss_type; the paper's GRPO is 'grpo' (TRL default: dapo)"
+    )
+    scale_rewards: ScaleRewards = Field("group", description="TRL scale_rewards")
+    lora_r: int = Field(16, ge=1, description="LoRA rank (paper: 16)")
+    lora_alpha: int = Field(32, ge=1, description="LoRA alpha")
+    max_completion_length: int | None = Field(
         None,
-        "new tokens per completion at most; None: 48, the Refiner's default (the grpo stage "
-        "passes sample.max_new_tokens, the limit sampling and play use too; paper: 512)",
+        ge=8,
+        description="new tokens per completion at most; null: sample.max_new_tokens, the one "
+        "limit of sampling, GRPO and play (paper: 512)",
     )
-    stop: tuple[str, ...] = _help(
-        (), "strings that end a completion like end-of-sequence (the Refiner's style.stop)"
+    temperature: float = Field(0.7, gt=0, description="sampling temperature (TRL: 1.0)")
+    top_p: float = Field(0.9, gt=0, le=1, description="nucleus sampling (TRL: 1.0)")
+    prompts_per_step: int = Field(1, ge=1, description="distinct prompts in one optimizer step")
+    seed: int = Field(0, description="seed of the LoRA init, prompt order and sampling")
+    use_vllm: bool = Field(False, description="generate through a `trl vllm-serve` server (GPU)")
+    vllm_server_base_url: str | None = Field(
+        None, description="URL of the `trl vllm-serve` server; null: TRL's http://0.0.0.0:8000"
     )
-    temperature: float = _help(0.7, "sampling temperature (paper: 0.7; TRL: 1.0)")
-    top_p: float = _help(0.9, "nucleus sampling (paper: 0.9; TRL: 1.0)")
-    prompts_per_step: int = _help(1, "distinct prompts in one optimizer step")
-    seed: int = _help(0, "seed of the LoRA init, prompt order and sampling")
-    use_vllm: bool = _help(False, "generate through a `trl vllm-serve` server (GPU only)")
-    vllm_server_base_url: str | None = _help(
-        None, "URL of the `trl vllm-serve` server; None: TRL's default http://0.0.0.0:8000"
+    vllm_server_timeout: float = Field(
+        240.0, gt=0, description="seconds to wait for the vLLM server at start"
     )
-    vllm_server_timeout: float = _help(240.0, "seconds to wait for the vLLM server at start")
 
-    def __post_init__(self) -> None:
-        if self.max_completion_length is None:
-            object.__setattr__(self, "max_completion_length", DEFAULT_COMPLETION_LENGTH)
-        checks = [
-            (self.num_generations >= 2, "num_generations", "at least 2 (GRPO compares a group)"),
-            (self.epsilon > 0, "epsilon", "> 0"),
-            (self.beta >= 0, "beta", ">= 0"),
-            (self.learning_rate > 0, "learning_rate", "> 0"),
-            (self.epochs > 0, "epochs", "> 0"),
-            (self.loss_type in LOSS_TYPES, "loss_type", f"one of {LOSS_TYPES}"),
-            (self.scale_rewards in SCALE_REWARDS, "scale_rewards", f"one of {SCALE_REWARDS}"),
-            (self.lora_r >= 1, "lora_r", ">= 1"),
-            (self.lora_alpha >= 1, "lora_alpha", ">= 1"),
-            (self.max_completion_length >= 1, "max_completion_length", ">= 1"),
-            (self.temperature > 0, "temperature", "> 0"),
-            (0 < self.top_p <= 1, "top_p", "in (0, 1]"),
-            (self.prompts_per_step >= 1, "prompts_per_step", ">= 1"),
-            (self.vllm_server_timeout > 0, "vllm_server_timeout", "> 0"),
-        ]
-        for ok, name, allowed in checks:
-            if not ok:
-                raise ValueError(
-                    f"GRPO settings: {name}={getattr(self, name)!r} is invalid; it must be {allowed}"
-                )
+    @property
+    def completion_limit(self) -> int:
+        """The token limit of a completion (``max_completion_length`` or the default)."""
+        return self.max_completion_length or DEFAULT_COMPLETION_LENGTH
 
     @property
     def completions_per_step(self) -> int:
@@ -325,7 +314,7 @@ def grpo_config(
         num_train_epochs=settings.epochs,
         num_generations=settings.num_generations,
         num_iterations=1,
-        max_completion_length=settings.max_completion_length,
+        max_completion_length=settings.completion_limit,
         temperature=settings.temperature,
         top_p=settings.top_p,
         seed=settings.seed,
@@ -362,6 +351,7 @@ def train_refiner(
     settings: GRPOSettings,
     output_dir: str | Path,
     on_step: Callable[[int, dict], None] | None = None,
+    stop: Sequence[str] = (),
 ) -> TrainResult:
     """Train a LoRA Refiner adapter with GRPO and save it atomically to ``output_dir``.
 
@@ -398,11 +388,7 @@ def train_refiner(
             {"prompt": list(prompts), **{k: list(v) for k, v in columns.items()}}
         )
         steps_log = StepLog(on_step)
-        stop_ids = (
-            stop_token_ids(AutoTokenizer.from_pretrained(base), settings.stop)
-            if settings.stop
-            else []
-        )
+        stop_ids = stop_token_ids(AutoTokenizer.from_pretrained(base), stop) if stop else []
         trainer = TimedGRPOTrainer(
             model=str(base),
             reward_funcs=trl_reward(reward_fn),
@@ -422,7 +408,8 @@ def train_refiner(
         trainer.model.save_pretrained(staged)
         info = {
             "base_model": str(base),
-            "settings": asdict(settings),
+            "settings": settings.model_dump(mode="json"),
+            "stop": list(stop),
             "steps": trainer.state.global_step,
         }
         (staged / SETTINGS_FILE).write_text(json.dumps(info, indent=2))

@@ -1,0 +1,32 @@
+"""The command line of one stage, as dvc.yaml runs it: ``python -m flows.run STAGE [GAME]``.
+
+The stage modules under ``stages/`` are plain functions; this entry point runs one of them
+through its Prefect flow (flows/stage.py), with user mistakes reported in one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from flows.context import LAYOUT, NOT_PER_GAME
+from flows.errors import run_cli
+from stackelberg.games import GAMES
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m flows.run", description=__doc__)
+    parser.add_argument("stage", choices=list(LAYOUT))
+    parser.add_argument("game", nargs="?", choices=list(GAMES), help="per-game stages only")
+    args = parser.parse_args(argv)
+    if args.stage in NOT_PER_GAME:
+        if args.game:
+            parser.error(f"{args.stage} runs once for all games; give no game")
+        return run_cli(args.stage, "all")
+    if not args.game:
+        parser.error(f"{args.stage} runs per game; give one of: {', '.join(GAMES)}")
+    return run_cli(args.stage, args.game)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

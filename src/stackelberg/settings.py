@@ -1,0 +1,27 @@
+"""The base of every settings class: strict, frozen, and reported in one line when wrong.
+
+Each library part declares its own settings (``LabelSettings``, ``SampleSettings``,
+``ScoreSettings``, ``GRPOSettings``) on this base, and ``params.yaml`` is validated by those
+very classes: a key exists in one place, with its type, default, bounds and description.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+
+class Settings(BaseModel):
+    """Unknown keys are refused, values are checked on construction, instances never change."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def one_line(err: ValidationError, prefix: str = "") -> str:
+    """A validation error as one line: ``where: what (got value)`` for each problem."""
+    parts = []
+    for e in err.errors():
+        loc = ".".join(str(x) for x in (prefix, *e["loc"]) if str(x))
+        value = e.get("input")
+        shown = f" (got {value!r})" if not isinstance(value, dict | list) else ""
+        parts.append(f"{loc or 'params'}: {e['msg']}{shown}")
+    return "; ".join(parts)
