@@ -8,7 +8,7 @@ A stage module (``stages/<name>.py``) defines three plain functions:
 - ``finish(ctx, results) -> dict``: write the stage's outputs (atomically) and return
   metrics for MLflow.
 
-Every item runs as a Prefect task with retries. Finished items are cached on disk (Prefect
+Every item runs as a Prefect task with ``orchestration.task_retries`` retries. Finished items are cached on disk (Prefect
 persisted results keyed by the stage, game, item, params and input files), so a killed
 stage, rerun, resumes where it stopped: finished items are read back, not redone.
 """
@@ -50,7 +50,6 @@ def _digest(paths: list[Path]) -> str:
 @task(
     cache_policy=INPUTS + TASK_SOURCE,
     persist_result=True,
-    retries=2,
     retry_delay_seconds=[2, 10],
     task_run_name="{stage}@{game}:{label}",
 )
@@ -83,10 +82,11 @@ def run_stage(stage: str, game: str = "all") -> dict[str, Any]:
         work_s = time.perf_counter() - t0
         results, cached = [], 0
         bar = ctx.progress(len(items), f"{stage}@{game}")
+        retrying = run_item.with_options(retries=ctx.params.orchestration.task_retries)
         for i, item in enumerate(items):
             label = item.get("label", str(i)) if isinstance(item, dict) else str(i)
             t0 = time.perf_counter()
-            state = run_item(stage, game, label, item, fingerprint, return_state=True)
+            state = retrying(stage, game, label, item, fingerprint, return_state=True)
             results.append(state.result())
             cached += state.name == "Cached"
             work_s += time.perf_counter() - t0

@@ -44,6 +44,10 @@ def test_paper_scale_is_the_papers():
         ("game_overrides: {werewolf: {training: {}}}\n", "training"),
         ("games: [chess]\n", "games.0"),
         ("grpo: [1, 2\n", "not valid YAML"),
+        ("grpo: {loss_type: ppo}\n", "grpo.loss_type"),
+        ("grpo: {vllm_server_timeout: 0}\n", "grpo.vllm_server_timeout"),
+        ("score: {free_words: 300}\n", "free_words must be below full_penalty_words"),
+        ("models: {backend: {backend: local}}\n", "'backend' is now 'labeler'"),
     ],
 )
 def test_bad_params_are_one_line(tmp_path, text, words):
@@ -164,3 +168,33 @@ def test_a_bad_params_file_stops_the_pipeline_with_one_line_before_prefect(tmp_p
         assert proc.returncode == 2, proc.stderr[-2000:]
         assert len(lines) == 1 and "models.measurer: the Measurer scores" in lines[0]
         assert "Traceback" not in proc.stderr
+
+
+def test_every_params_key_is_explained(capsys):
+    """`stackelberg params --explain` lists every key of every section with a description."""
+    from stackelberg.cli import main
+    from stackelberg.params import Params, explain
+
+    rows = {key: (default, text) for key, default, text in explain()}
+    assert not [key for key, (_, text) in rows.items() if not text]
+    for section, field in Params.model_fields.items():
+        assert section in rows
+        sub = getattr(field.annotation, "model_fields", {})
+        assert all(f"{section}.{key}" in rows for key in sub if section != "models")
+    assert rows["grpo.loss_type"][0] == '"grpo"' and rows["label.k"][0] == "3"
+    assert "models.<role>.base_url" in rows and "models.<role>.weight" in rows
+    assert main(["params", "--explain"]) == 0
+    shown = capsys.readouterr().out
+    assert "sample.output_format" in shown and "orchestration.task_retries" in shown
+
+
+def test_params_check_prints_ok_or_one_line(tmp_path, capsys):
+    from stackelberg.cli import main
+
+    assert main(["params", str(ROOT / "configs/paper.yaml")]) == 0
+    assert "paper.yaml: ok (3 games" in capsys.readouterr().out
+    bad = tmp_path / "params.yaml"
+    bad.write_text("label: {k: 0}\n")
+    assert main(["params", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "label.k" in err and "\n" not in err

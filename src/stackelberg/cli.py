@@ -1,4 +1,5 @@
-"""The `stackelberg` command: play games (or one seat yourself) and print evaluation reports."""
+"""The `stackelberg` command: play games (or one seat yourself), print evaluation reports,
+check and explain params files."""
 
 from __future__ import annotations
 
@@ -163,6 +164,26 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_params(args: argparse.Namespace) -> int:
+    """Check a params file (every key, the model pairings, the agents) or explain the keys."""
+    from stackelberg.params import ParamsError, explain, load_params
+
+    if args.explain:
+        from tabulate import tabulate
+
+        rows = explain()
+        print(
+            tabulate(rows, headers=("key", "default", "what it sets"), maxcolwidths=[None, 28, 60])
+        )
+        return 0
+    try:
+        params = load_params(args.path)
+    except ParamsError as err:
+        raise UsageError(str(err)) from None
+    print(f"{args.path}: ok ({len(params.games)} games: {', '.join(params.games)})")
+    return 0
+
+
 def _backend(args: argparse.Namespace):
     from stackelberg.llm import make_llm
 
@@ -238,6 +259,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("--markdown", action="store_true", help="print markdown tables")
     report.set_defaults(func=cmd_report)
+    params = sub.add_parser(
+        "params", help="check a params file, or list every params key (--explain)"
+    )
+    params.add_argument("path", nargs="?", default="params.yaml", help="default: params.yaml")
+    params.add_argument(
+        "--explain", action="store_true", help="every key with its default and what it sets"
+    )
+    params.set_defaults(func=cmd_params)
     return parser
 
 

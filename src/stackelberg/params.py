@@ -11,12 +11,13 @@ changes a shared value for every game.
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from stackelberg.llm.config import Dtype, LLMConfig
 from stackelberg.persuasion.candidates import SampleSettings, trained_sampling
@@ -140,7 +141,7 @@ class SelectParams(Settings):
 class EvaluateParams(PlayerParams):
     n: int = Field(4, ge=1, description="candidates per held-out instance and Refiner")
     bootstrap: int = Field(2000, ge=100, description="bootstrap resamples for the intervals")
-    seed: int = 0
+    seed: int = Field(0, description="seed of the held-out candidates")
     conditions: list[str] = Field(
         default_factory=lambda: ["direct", "refiner+direct", "react", "refiner+react"],
         description="agents under test (X and refiner+X are paired on the same seeds)",
@@ -166,7 +167,7 @@ class TrackingParams(Settings):
     tracking_uri: str = Field(
         "sqlite:///mlruns.db", description="MLflow; $MLFLOW_TRACKING_URI wins"
     )
-    experiment: str = "stackelberg"
+    experiment: str = Field("stackelberg", description="the MLflow experiment of the runs")
     artifact_location: str = Field(
         "mlartifacts", description="folder for the experiment's artifacts"
     )
@@ -174,24 +175,45 @@ class TrackingParams(Settings):
 
 class OrchestrationParams(Settings):
     deploy_cron: str = Field("0 3 * * *", description="schedule of the served pipeline deployment")
-    task_retries: int = Field(2, ge=0)
+    task_retries: int = Field(2, ge=0, description="retries of a failed work item (a task)")
 
 
 STAGE_SECTIONS = ("selfplay", "select", "label", "sample", "score", "grpo", "evaluate")
 
 
 class Params(Settings):
-    games: list[GameName] = Field(default_factory=lambda: ["werewolf", "avalon", "onuw"])
-    models: ModelsParams = Field(default_factory=ModelsParams)
-    selfplay: SelfplayParams = Field(default_factory=SelfplayParams)
-    select: SelectParams = Field(default_factory=SelectParams)
-    label: LabelSettings = Field(default_factory=LabelSettings)
-    sample: SampleSettings = Field(default_factory=SampleSettings)
-    score: ScoreSettings = Field(default_factory=ScoreSettings)
-    grpo: GRPOSettings = Field(default_factory=GRPOSettings)
-    evaluate: EvaluateParams = Field(default_factory=EvaluateParams)
-    tracking: TrackingParams = Field(default_factory=TrackingParams)
-    orchestration: OrchestrationParams = Field(default_factory=OrchestrationParams)
+    games: list[GameName] = Field(
+        default_factory=lambda: ["werewolf", "avalon", "onuw"],
+        description="the games the pipeline runs (each stage per game)",
+    )
+    models: ModelsParams = Field(default_factory=ModelsParams, description="the LLM of each role")
+    selfplay: SelfplayParams = Field(
+        default_factory=SelfplayParams, description="self-play games, the training data"
+    )
+    select: SelectParams = Field(
+        default_factory=SelectParams, description="instances: a speech and its follower"
+    )
+    label: LabelSettings = Field(
+        default_factory=LabelSettings, description="intents: desired and undesired responses"
+    )
+    sample: SampleSettings = Field(
+        default_factory=SampleSettings, description="the Refiner's candidates, prompt and output"
+    )
+    score: ScoreSettings = Field(
+        default_factory=ScoreSettings, description="the Measurer reward of each candidate"
+    )
+    grpo: GRPOSettings = Field(
+        default_factory=GRPOSettings, description="GRPO training of the Refiner's LoRA"
+    )
+    evaluate: EvaluateParams = Field(
+        default_factory=EvaluateParams, description="held-out reward and win-rate tournaments"
+    )
+    tracking: TrackingParams = Field(
+        default_factory=TrackingParams, description="where MLflow records the runs"
+    )
+    orchestration: OrchestrationParams = Field(
+        default_factory=OrchestrationParams, description="Prefect: retries, schedule"
+    )
     game_overrides: dict[GameName, dict[str, dict[str, Any]]] = Field(
         default_factory=dict, description="per game, per stage section: values that differ"
     )
@@ -302,3 +324,27 @@ class _NoModel:
     """A stand-in backend for checking agent names without loading a model."""
 
     name, model, can_score, context_window = "check", "check", True, 4096
+
+
+def explain(model: type[BaseModel] | None = None, prefix: str = "") -> list[tuple[str, str, str]]:
+    """Every params key as (key, default, description), each section before its keys; the
+    keys of a model config are listed once, as ``models.<role>.KEY``."""
+    model = model or Params
+    rows = []
+    for name, field in model.model_fields.items():
+        key = f"{prefix}{name}"
+        nested = field.annotation if isinstance(field.annotation, type) else None
+        if nested is not None and issubclass(nested, Settings):
+            rows.append((key, "", field.description or ""))
+            rows += explain(nested, f"{key}.")
+            continue
+        default = field.get_default(call_default_factory=True)
+        if isinstance(default, LLMConfig):
+            default = default.model_dump(include={"backend", "model"})
+        rows.append((key, json.dumps(default), field.description or ""))
+    if model is ModelsParams:
+        rows += explain(LLMConfig, "models.<role>.")
+        rows.append(
+            ("models.<role>.weight", "1.0", WeightedLLMConfig.model_fields["weight"].description)
+        )
+    return rows

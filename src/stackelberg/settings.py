@@ -23,5 +23,5 @@ def one_line(err: ValidationError, prefix: str = "") -> str:
         loc = ".".join(str(x) for x in (prefix, *e["loc"]) if str(x))
         value = e.get("input")
         shown = f" (got {value!r})" if not isinstance(value, dict | list) else ""
-        parts.append(f"{loc or 'params'}: {e['msg']}{shown}")
+        parts.append(f"{loc or 'params'}: {e['msg'].removeprefix('Value error, ')}{shown}")
     return "; ".join(parts)

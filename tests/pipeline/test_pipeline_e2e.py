@@ -1,14 +1,15 @@
 """The whole pipeline at a micro scale in a temporary git + DVC repository.
 
-One module-scoped project: the pipeline runs once end to end; later tests use its outputs
-(a no-op rerun, per-game staleness, and a stage killed halfway that resumes).
+One module-scoped project: the pipeline runs once end to end; the tests use its outputs
+(a no-op rerun, per-game staleness, a stage killed halfway that resumes). Each test finds the
+project as the first run left it, whatever ran before: what a test changes (params, outputs)
+is put back after it.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -39,6 +40,17 @@ def project(tmp_path_factory):
     started = time.perf_counter()
     first = sh([sys.executable, "-m", "flows.pipeline"], root, env, timeout=1500)
     return {"root": root, "env": env, "first": first, "seconds": time.perf_counter() - started}
+
+
+@pytest.fixture(autouse=True)
+def as_first_run(project):
+    """Put back params.yaml, dvc.lock and the outputs DVC tracks after each test."""
+    root, env = project["root"], project["env"]
+    saved = {name: (root / name).read_text() for name in ("params.yaml", "dvc.lock")}
+    yield
+    for name, text in saved.items():
+        (root / name).write_text(text)
+    sh(["dvc", "checkout", "--force", "-q"], root, env)
 
 
 def test_every_output_exists_and_matches_its_schema(project):
@@ -99,20 +111,16 @@ def test_one_games_grpo_params_make_only_that_game_stale(project):
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["game_overrides"]["onuw"]["grpo"] = {"learning_rate": 2.0e-4}
     (root / "params.yaml").write_text(yaml.safe_dump(params))
-    try:
-        status = sh(["dvc", "status"], root, env).stdout
-        stale = {
-            line.strip().rstrip(":")
-            for line in status.splitlines()
-            if line and not line.startswith("\t")
-        }
-        assert {"grpo@onuw"} <= stale and not {s for s in stale if "@" in s} - {
-            "grpo@onuw",
-            "evaluate@onuw",
-        }
-    finally:
-        params["game_overrides"]["onuw"]["grpo"] = {}
-        (root / "params.yaml").write_text(yaml.safe_dump(params))
+    status = sh(["dvc", "status"], root, env).stdout
+    stale = {
+        line.strip().rstrip(":")
+        for line in status.splitlines()
+        if line and not line.startswith("\t")
+    }
+    assert {"grpo@onuw"} <= stale and not {s for s in stale if "@" in s} - {
+        "grpo@onuw",
+        "evaluate@onuw",
+    }
 
 
 def test_a_stage_killed_halfway_resumes_without_redoing_finished_items(project):
@@ -148,22 +156,16 @@ def test_a_stage_killed_halfway_resumes_without_redoing_finished_items(project):
 def test_a_forced_rerun_reuses_finished_training_and_a_reward_change_retrains(project):
     """`dvc repro` deletes a stage's outputs before rerunning it: a finished (cached) GRPO
     item must still produce the adapter. A change in another section the stage reads
-    (score.variant) must not be served from that cache. Werewolf: the tests above changed
-    ONUW's intents."""
+    (score.variant) must not be served from that cache."""
     root, env = project["root"], project["env"]
-    changed = (root / "params.yaml").read_text()  # as the tests above left it
-    shutil.copy(ROOT / "tests/pipeline/micro_params.yaml", root / "params.yaml")
     adapter = root / "models/refiner/werewolf/adapter_model.safetensors"
     trained = adapter.read_bytes()
     params = yaml.safe_load((root / "params.yaml").read_text())
-    try:
-        forced = sh(["dvc", "repro", "-f", "-s", "grpo@werewolf"], root, env)
-        assert "items_cached=1" in forced.stdout + forced.stderr, forced.stderr[-2000:]
-        assert adapter.read_bytes() == trained
-        params["score"]["variant"] = "pos_only"
-        (root / "params.yaml").write_text(yaml.safe_dump(params))
-        rerun = sh([sys.executable, "-m", "flows.run", "grpo", "werewolf"], root, env)
-        assert "items_cached=0" in rerun.stderr, rerun.stderr[-2000:]
-        assert (root / "models/refiner/werewolf/adapter_config.json").exists()
-    finally:
-        (root / "params.yaml").write_text(changed)
+    forced = sh(["dvc", "repro", "-f", "-s", "grpo@werewolf"], root, env)
+    assert "items_cached=1" in forced.stdout + forced.stderr, forced.stderr[-2000:]
+    assert adapter.read_bytes() == trained
+    params["score"]["variant"] = "pos_only"
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    rerun = sh([sys.executable, "-m", "flows.run", "grpo", "werewolf"], root, env)
+    assert "items_cached=0" in rerun.stderr, rerun.stderr[-2000:]
+    assert adapter.read_bytes() != trained  # trained anew on the other reward
