@@ -181,39 +181,25 @@ class OrchestrationParams(Settings):
 STAGE_SECTIONS = ("selfplay", "select", "label", "sample", "score", "grpo", "evaluate")
 
 
+def _section(cls: type[Settings], description: str) -> Any:
+    return Field(default_factory=cls, description=description)
+
+
 class Params(Settings):
     games: list[GameName] = Field(
         default_factory=lambda: ["werewolf", "avalon", "onuw"],
         description="the games the pipeline runs (each stage per game)",
     )
-    models: ModelsParams = Field(default_factory=ModelsParams, description="the LLM of each role")
-    selfplay: SelfplayParams = Field(
-        default_factory=SelfplayParams, description="self-play games, the training data"
-    )
-    select: SelectParams = Field(
-        default_factory=SelectParams, description="instances: a speech and its follower"
-    )
-    label: LabelSettings = Field(
-        default_factory=LabelSettings, description="intents: desired and undesired responses"
-    )
-    sample: SampleSettings = Field(
-        default_factory=SampleSettings, description="the Refiner's candidates, prompt and output"
-    )
-    score: ScoreSettings = Field(
-        default_factory=ScoreSettings, description="the Measurer reward of each candidate"
-    )
-    grpo: GRPOSettings = Field(
-        default_factory=GRPOSettings, description="GRPO training of the Refiner's LoRA"
-    )
-    evaluate: EvaluateParams = Field(
-        default_factory=EvaluateParams, description="held-out reward and win-rate tournaments"
-    )
-    tracking: TrackingParams = Field(
-        default_factory=TrackingParams, description="where MLflow records the runs"
-    )
-    orchestration: OrchestrationParams = Field(
-        default_factory=OrchestrationParams, description="Prefect: retries, schedule"
-    )
+    models: ModelsParams = _section(ModelsParams, "the LLM of each role")
+    selfplay: SelfplayParams = _section(SelfplayParams, "self-play games, the training data")
+    select: SelectParams = _section(SelectParams, "instances: a speech and its follower")
+    label: LabelSettings = _section(LabelSettings, "intents: desired and undesired responses")
+    sample: SampleSettings = _section(SampleSettings, "the Refiner's candidates, prompt and output")
+    score: ScoreSettings = _section(ScoreSettings, "the Measurer reward of each candidate")
+    grpo: GRPOSettings = _section(GRPOSettings, "GRPO training of the Refiner's LoRA")
+    evaluate: EvaluateParams = _section(EvaluateParams, "held-out reward and win-rate tournaments")
+    tracking: TrackingParams = _section(TrackingParams, "where MLflow records the runs")
+    orchestration: OrchestrationParams = _section(OrchestrationParams, "Prefect: retries, schedule")
     game_overrides: dict[GameName, dict[str, dict[str, Any]]] = Field(
         default_factory=dict, description="per game, per stage section: values that differ"
     )
