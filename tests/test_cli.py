@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from tables import squeeze
 
 from stackelberg.cli import main
 
@@ -110,6 +111,6 @@ def test_report_prints_the_tables(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "Win rate of the agent under test" in out and "werewolf: win rate by role" in out
     assert main(["report", str(tmp_path), "--markdown"]) == 0
-    assert "| agent | werewolf |" in capsys.readouterr().out
+    assert "| agent | werewolf |" in squeeze(capsys.readouterr().out)
     assert main(["report", str(tmp_path / "missing")]) == 2
     assert "no metrics.json" in capsys.readouterr().err

@@ -49,16 +49,33 @@ def summarize(records: Iterable[dict[str, Any]]) -> str:
         for p in rec["players"]:
             role_games[p["role"]] += 1
             role_wins[p["role"]] += p["id"] in winners
-    lines = [f"{n} games"]
-    lines.append("wins by team:")
-    for team, k in by_team.most_common():
-        why = ", ".join(f"{r} {c}" for r, c in reasons[team].most_common())
-        lines.append(f"  {team:<12} {k:>6}  {k / max(n, 1):6.1%}   ({why})")
-    lines.append("wins by role (dealt):")
-    for role in sorted(role_games):
-        g, w = role_games[role], role_wins[role]
-        lines.append(f"  {role:<14} {w:>6}/{g:<6} {w / g:6.1%}")
-    return "\n".join(lines)
+    from tabulate import tabulate
+
+    teams = [
+        (team, k, pct(k, n), ", ".join(f"{r} {c}" for r, c in reasons[team].most_common()))
+        for team, k in by_team.most_common()
+    ]
+    roles = [
+        (role, f"{role_wins[role]}/{role_games[role]}", pct(role_wins[role], role_games[role]))
+        for role in sorted(role_games)
+    ]
+    return "\n\n".join(
+        [
+            f"{n} games",
+            tabulate(
+                teams, ("wins by team", "games", "rate", "why"), colalign=("left", "right", "right")
+            ),
+            tabulate(
+                roles,
+                ("wins by role (dealt)", "won/dealt", "rate"),
+                colalign=("left", "right", "right"),
+            ),
+        ]
+    )
+
+
+def pct(k: int, n: int) -> str:
+    return f"{k / max(n, 1):.1%}"
 
 
 def transcript(game: Game) -> str:

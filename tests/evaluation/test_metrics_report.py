@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from tables import squeeze
 
 from stackelberg.evaluation.ablation import (
     AblationResult,
@@ -153,7 +154,7 @@ def test_metrics_json_layout(tiny_metrics):
 def test_report_tables_markdown_and_terminal(tiny_metrics, tmp_path):
     md = markdown_report({"avalon": tiny_metrics}, plots=["avalon/win_rates.png"])
     assert "### Win rate of the agent under test (all camps)" in md
-    assert "| agent | avalon |" in md and "| scripted |" in md and "n=12" in md
+    assert "| agent | avalon |" in squeeze(md) and "| scripted |" in md and "n=12" in md
     assert "avalon: win rate by camp" in md and "avalon: win rate by role" in md
     assert "Paired comparison" in md and "Held-out Measurer reward" in md
     assert "![win_rates](avalon/win_rates.png)" in md
@@ -186,7 +187,7 @@ def test_ablation_table_is_shaped_like_the_paper():
     ]
     assert table.rows[3][1] == "70.0% [39.7, 89.2] n=10" and table.rows[3][2].startswith("40.0% ")
     assert table.rows[0][2] == "-"
-    assert "| ReAct |" in render_markdown(table) and "ReAct" in render_text(table)
+    assert "| ReAct |" in squeeze(render_markdown(table)) and "ReAct" in render_text(table)
 
 
 @pytest.mark.slow

@@ -47,37 +47,23 @@ def diff_cell(estimate: float, ci: Sequence[float], scale: float = 100.0, digits
     return f"{a:+.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
-def render_markdown(table: TextTable) -> str:
-    lines = [f"### {table.title}", ""]
-    lines.append("| " + " | ".join(table.headers) + " |")
-    lines.append(
-        "|"
-        + "|".join(":---" if i < table.align_left else "---:" for i in range(len(table.headers)))
-        + "|"
+def _tabulate(table: TextTable, tablefmt: str) -> str:
+    from tabulate import tabulate
+
+    align = ["left" if i < table.align_left else "right" for i in range(len(table.headers))]
+    return tabulate(
+        table.rows, table.headers, tablefmt=tablefmt, colalign=align, disable_numparse=True
     )
-    lines += ["| " + " | ".join(row) + " |" for row in table.rows]
-    if table.note:
-        lines += ["", table.note]
-    return "\n".join(lines)
+
+
+def render_markdown(table: TextTable) -> str:
+    text = f"### {table.title}\n\n{_tabulate(table, 'pipe')}"
+    return f"{text}\n\n{table.note}" if table.note else text
 
 
 def render_text(table: TextTable) -> str:
-    widths = [
-        max(len(str(x)) for x in [h, *(row[i] for row in table.rows)])
-        for i, h in enumerate(table.headers)
-    ]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(
-            c.ljust(w) if i < table.align_left else c.rjust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ).rstrip()
-
-    out = [table.title, line(table.headers), "  ".join("-" * w for w in widths)]
-    out += [line(row) for row in table.rows]
-    if table.note:
-        out.append(table.note)
-    return "\n".join(out)
+    lines = [table.title, _tabulate(table, "simple")]
+    return "\n".join(lines + ([table.note] if table.note else []))
 
 
 def _conditions(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> list[str]:
