@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -22,9 +23,10 @@ from pydantic import (
     field_validator,
 )
 
+from stackelberg.games import GAME_NAMES, check_game_name
 from stackelberg.llm.config import Dtype, LLMConfig
 
-GameName = Literal["werewolf", "avalon", "onuw"]
+GameName = Annotated[str, AfterValidator(check_game_name)]
 
 
 class ParamsError(ValueError):
@@ -256,7 +258,7 @@ STAGE_SECTIONS = ("selfplay", "select", "label", "sample", "score", "grpo", "eva
 
 
 class Params(Section):
-    games: list[GameName] = Field(default_factory=lambda: ["werewolf", "avalon", "onuw"])
+    games: list[GameName] = Field(default_factory=lambda: list(GAME_NAMES))
     models: ModelsParams = Field(default_factory=ModelsParams)
     selfplay: SelfplayParams = Field(default_factory=SelfplayParams)
     select: SelectParams = Field(default_factory=SelectParams)

@@ -910,15 +910,6 @@ def test_deal_werewolf_to_player_always_and_at_every_seat():
     assert game.center == ["werewolf", "seer"]
 
 
-def test_rules_text_follows_the_options():
-    assert make_game("onuw").rules_text == ONUW.rules_text
-    text = make_game("onuw", RELEASE).rules_text
-    assert "(at least one player is dealt a werewolf)" in text
-    assert "a lone werewolf learns it is alone" in text and "may look at a centre" not in text
-    assert "one speaking order, drawn at random, for every round" in text
-    assert "nobody dying is a draw" in text
-
-
 def test_release_options_are_recorded_only_when_set():
     agents = [make_agent("random", "onuw") for _ in range(5)]
     rec = play_game(make_game("onuw"), agents, 0)

@@ -156,14 +156,6 @@ def test_guardian_may_repeat(guardian_may_repeat, options):
     assert last(game, "death").data == {"players": []}  # protected twice in a row
 
 
-def test_rules_text_follows_the_options():
-    assert play([]).rules_text == Werewolf.rules_text
-    text = play([], guardian_may_repeat=True, wolf_victim="last_wolf").rules_text
-    assert "not the same one two nights in a row" not in text and "any living player" in text
-    assert "the last wolf's choice counts" in text
-    assert play([], wolf_victim="last_wolf").rules_text.count("two nights in a row") == 1
-
-
 def test_release_options_are_recorded_only_when_set():
     agents = [make_agent("random", "werewolf") for _ in range(7)]
     rec = play_game(make_game("werewolf"), agents, 0)

@@ -17,7 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from stackelberg.agents.prompting import PromptSpec, clean_speech, fitted_messages, identity
+from stackelberg.agents.prompting import (
+    PromptSpec,
+    clean_speech,
+    fitted_messages,
+    identity,
+    rules_text,
+)
 from stackelberg.llm import GenerateRequest
 from stackelberg.persuasion.context import InstanceView
 
@@ -61,7 +67,7 @@ def _system(view: InstanceView, full_information: bool) -> str:
         who = f"Everyone's secret roles: {view.role_list()}."
     else:
         who = identity(game, view.speaker)
-    return f"{game.rules_text}\n\n{who}"
+    return f"{rules_text(game)}\n\n{who}"
 
 
 def _role(view: InstanceView) -> str:
