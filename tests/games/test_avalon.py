@@ -1,4 +1,4 @@
-"""Known-value tests of every Avalon rule (RULES.md, "Avalon") and option."""
+"""Known-value tests of every Avalon rule (docs/games.md, "Avalon") and option."""
 
 from __future__ import annotations
 

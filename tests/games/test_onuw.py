@@ -1,4 +1,4 @@
-"""ONUW engine: known-value tables for every rule of RULES.md, options, errors, properties."""
+"""ONUW engine: known-value tables for every rule of docs/games.md, options, errors, properties."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Known-value tests of every Werewolf rule (RULES.md, "Werewolf, paper setup") and option."""
+"""Known-value tests of every Werewolf rule (docs/games.md, "Werewolf") and option."""
 
 from __future__ import annotations
 

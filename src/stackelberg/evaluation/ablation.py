@@ -1,4 +1,4 @@
-"""The reward ablation (PAPER.md): refiner+ReAct trained with the full, positive-only and
+"""The reward ablation of the paper: refiner+ReAct trained with the full, positive-only and
 negative-only reward, against plain ReAct, one table shaped like the paper's.
 
 Each ``dvc exp run -S score.variant=...`` logs its evaluation to MLflow with the

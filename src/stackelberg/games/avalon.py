@@ -1,4 +1,4 @@
-"""The Resistance: Avalon, 5 to 10 players (rules: shared RULES.md, section "Avalon").
+"""The Resistance: Avalon, 5 to 10 players (rules: docs/games.md, section "Avalon").
 
 Sources: the Avalon rulebook (Don Eskridge, Indie Boards & Cards) and the paper's setup
 (6 players: Merlin, Percival, two Loyal Servants, Morgana, Assassin).
@@ -149,7 +149,7 @@ def team_options(n_players: int, size: int) -> tuple[tuple[int, ...], ...]:
 
 
 def default_roles(n_players: int, mordred: bool = False, oberon: bool = False) -> list[str]:
-    """The default deck of RULES.md rule 9 for a player count, with Mordred/Oberon swapped in."""
+    """The default deck for a player count (docs/games.md), with Mordred/Oberon swapped in."""
     n_evil = EVIL_COUNT[n_players]
     if n_players == 6:
         deck = ["merlin", "percival", "loyal_servant", "loyal_servant", "morgana", "assassin"]

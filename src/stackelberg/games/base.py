@@ -380,7 +380,8 @@ class Game(ABC):
         return Observation("\n".join(lines), data)
 
     def record(self, agents: list[str] | None = None) -> dict[str, Any]:
-        """The game record (a JSON-ready dict; docs/games.md describes it)."""
+        """The game record, JSON-ready: game, seed, options (``config``), players (with
+        ``agents``), events and result."""
         if not self.done:
             raise GameError(f"{self.name}: the game is not finished")
         agents = agents or ["unknown"] * self.n_players

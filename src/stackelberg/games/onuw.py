@@ -1,8 +1,8 @@
 """One Night Ultimate Werewolf (ONUW): one night of hidden actions, one day, one vote.
 
-Sources: the project's rules spec ("One Night Ultimate Werewolf"); the Bezier Games rulebook
-(One Night Ultimate Werewolf, 2014) for the Doppelganger, the Minion with no werewolf among
-the players, and the Tanner; the paper setup of Jin et al. 2024 (5 players, 7 cards:
+Sources: the project's rules (docs/games.md, "One Night Ultimate Werewolf"); the Bezier
+Games rulebook (One Night Ultimate Werewolf, 2014) for the Doppelganger, the Minion with no
+werewolf among the players, and the Tanner; the paper setup of Jin et al. 2024 (5 players, 7 cards:
 werewolf, villager x2, seer, robber, troublemaker, insomniac; 2 centre cards; 3 discussion
 rounds).
 
@@ -77,7 +77,7 @@ most votes die (all tied players die) unless no player has more than one vote. E
 Hunter (by final card) also kills the player they voted for: one more ``death`` event with
 ``player`` = the hunter (repeated if that kills another hunter).
 
-Win (RULES.md rule 7; W = players whose final card is a werewolf):
+Win (docs/games.md; W = players whose final card is a werewolf):
 - W not empty: village wins if a werewolf dies; otherwise werewolves (werewolf and minion
   final cards) win unless a tanner died.
 - W empty: village wins only if nobody dies (with ``no_werewolf_result="draw"``, never: that

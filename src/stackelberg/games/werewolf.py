@@ -1,6 +1,6 @@
 """Werewolf, the paper setup: 7 players, 2 Werewolf, Seer, Guardian, 3 Villager.
 
-Sources: the project's rules spec ("Werewolf, paper setup"); the Witch/Guard setup of Xu et al.
+Sources: the project's rules (docs/games.md, "Werewolf"); the Witch/Guard setup of Xu et al.
 2023 ("Exploring Large Language Models for Communication Games: An Empirical Study on
 Werewolf": 2 werewolf, seer, witch, guardian, 2 villager) and the Doctor setup of LSPO (Xu et
 al. 2023, "Language Agents with Reinforcement Learning for Strategic Play in the Werewolf
@@ -56,7 +56,7 @@ many as living non-werewolves (``wolf_win="parity"``) or when no non-werewolf is
 "winners": every player of the winning team, dead or alive ([] for a draw), "reason":
 "werewolves_dead"|"wolf_parity"|"villagers_dead"|"day_limit"}.
 
-Options where the paper's code release differs from the project's rules spec (each named in a
+Options where the paper's code release differs from the project's rules (each named in a
 record only when not at its default): ``guardian_may_repeat`` (default false; the release:
 true) and ``wolf_victim`` ("plurality_lowest_seat" default | "last_wolf", the release).
 

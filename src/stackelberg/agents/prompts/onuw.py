@@ -1,4 +1,4 @@
-"""The rules of One Night Ultimate Werewolf as LLM players read them (docs/games.md has them in full)."""
+"""The rules of One Night Ultimate Werewolf as LLM players read them (docs/games.md: in full)."""
 
 from __future__ import annotations
 
