@@ -215,7 +215,9 @@ def check_roles(roles: tuple[str, ...] | list[str], n_players: int) -> None:
     """Raise ConfigError unless ``roles`` is a legal Avalon deck for ``n_players``."""
     bad = [r for r in roles if r not in ROLE_TEAM]
     if bad:
-        raise ConfigError(f"avalon: unknown role(s) {bad}; allowed: {', '.join(ROLE_TEAM)}")
+        raise ConfigError(
+            f"avalon: roles contains unknown role(s) {bad}; allowed: {', '.join(ROLE_TEAM)}"
+        )
     if len(roles) != n_players:
         raise ConfigError(
             f"avalon: roles has {len(roles)} entries but n_players={n_players}; "
