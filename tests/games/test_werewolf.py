@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from stackelberg.agents import make_agent
 from stackelberg.agents.runner import play_game
-from stackelberg.games import ConfigError, IllegalActionError, make_game
+from stackelberg.games import ConfigError, GameError, IllegalActionError, make_game
 from stackelberg.games.base import SPEAK
 from stackelberg.games.werewolf import LSPO_ROLES, PAPER_ROLES, XU_ROLES, Werewolf, WerewolfConfig
 
@@ -323,7 +323,7 @@ def test_default_day_limit_is_ten():
 
 
 def test_result_before_end_raises():
-    with pytest.raises(Exception, match="not finished"):
+    with pytest.raises(GameError, match=r"^werewolf: the game is not finished$"):
         play([]).result()
 
 
