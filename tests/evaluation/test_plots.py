@@ -31,6 +31,12 @@ def bar_heights(ax, label):
     return [bar.get_height() for bar in container]
 
 
+def texts(ax) -> tuple[str, str, str, list[str]]:
+    """What a reader sees besides the data: title, axis labels and legend entries."""
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    return ax.get_title(), ax.get_xlabel(), ax.get_ylabel(), legend
+
+
 def test_win_rates_draw_each_condition_over_overall_camps_and_roles(metrics):
     ax = win_rates_figure(metrics).axes[0]
     conds = metrics["conditions"]
@@ -38,10 +44,13 @@ def test_win_rates_draw_each_condition_over_overall_camps_and_roles(metrics):
     roles = sorted({k for c in conds.values() for k in c["roles"]})
     ticks = [t.get_text() for t in ax.get_xticklabels()]
     assert ticks == ["overall", *(f"camp {k}" for k in camps), *roles]
-    assert ax.get_title() == "werewolf: win rate of the agent under test"
-    assert ax.get_ylabel() == "win rate (95% Wilson interval)"
+    assert texts(ax) == (
+        "werewolf: win rate of the agent under test",
+        "",
+        "win rate (95% Wilson interval)",
+        ["random", "scripted"],
+    )
     assert ax.get_ylim() == (0, 1)
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["random", "scripted"]
     for name, cond in conds.items():
         drawn = [cond["overall"], *(cond["camps"].get(k) for k in camps)]
         drawn += [cond["roles"].get(k) for k in roles]
@@ -55,14 +64,11 @@ def test_reward_curve_draws_the_rewards_and_their_moving_average():
     assert list(per_step.get_xdata()) == [1, 2, 3, 4]
     assert list(per_step.get_ydata()) == [0.0, 1.0, 2.0, 3.0]
     assert list(smooth.get_ydata()) == pytest.approx([0.0, 0.5, 1.5, 2.5])
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
-        "per step",
-        "moving average (2)",
-    ]
-    assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) == (
+    assert texts(ax) == (
         "Training reward",
         "GRPO step",
         "mean Measurer reward",
+        ["per step", "moving average (2)"],
     )
 
 
@@ -80,14 +86,11 @@ def test_reward_distribution_draws_both_histograms_with_their_means():
     assert [b.get_height() for b in bars[:4]] == [2, 1, 1, 0]
     assert [b.get_height() for b in bars[4:]] == [0, 1, 1, 1]
     assert bars[0].get_x() == pytest.approx(-0.2)
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
-        "before training (mean 0.07, n=4)",
-        "after training (mean 0.57, n=3)",
-    ]
-    assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) == (
+    assert texts(ax) == (
         "Held-out reward distribution",
         "Measurer reward",
         "candidates",
+        ["before training (mean 0.07, n=4)", "after training (mean 0.57, n=3)"],
     )
 
 
