@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -86,3 +88,10 @@ def test_every_game_has_a_scripted_agent_and_prompts(name):
     table = Table(make_game(name), [make_agent("scripted", name) for _ in range(seats)], 0)
     (record,) = play_tables([table], None)
     assert record["game"] == name
+
+
+def test_the_registry_is_cheap_to_import():
+    """params, command lines and DVC checks read the registry: it must not load torch."""
+    code = "import sys, stackelberg.games, stackelberg.params; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
