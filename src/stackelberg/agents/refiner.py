@@ -2,8 +2,8 @@
 
 ``refiner+X`` wraps any agent X: X decides everything and writes its speech as usual, then
 the Refiner rewrites that speech (in the paper's words: "the agent decides what to say, the
-Refiner makes it more persuasive"). The Refiner's prompt and output parser live here so that training
-(which samples the Refiner) and play (which wraps agents) use the very same ones.
+Refiner makes it more persuasive"). The Refiner's prompt and output parser live here so that
+training (which samples the Refiner) and play (which wraps agents) use the very same ones.
 """
 
 from __future__ import annotations
