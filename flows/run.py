@@ -11,20 +11,20 @@ import sys
 
 from flows.context import LAYOUT, NOT_PER_GAME
 from flows.errors import run_cli
-from stackelberg.games import GAMES
+from stackelberg.games import GAME_NAMES
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m flows.run", description=__doc__)
     parser.add_argument("stage", choices=list(LAYOUT))
-    parser.add_argument("game", nargs="?", choices=list(GAMES), help="per-game stages only")
+    parser.add_argument("game", nargs="?", choices=list(GAME_NAMES), help="per-game stages only")
     args = parser.parse_args(argv)
     if args.stage in NOT_PER_GAME:
         if args.game:
             parser.error(f"{args.stage} runs once for all games; give no game")
         return run_cli(args.stage, "all")
     if not args.game:
-        parser.error(f"{args.stage} runs per game; give one of: {', '.join(GAMES)}")
+        parser.error(f"{args.stage} runs per game; give one of: {", ".join(GAME_NAMES)}")
     return run_cli(args.stage, args.game)
 
 

@@ -14,7 +14,7 @@ from stackelberg.agents import LLM_AGENT_KINDS, make_agent, seat_agents
 from stackelberg.agents.human import HumanAgent, HumanQuit
 from stackelberg.agents.prompting import narrate
 from stackelberg.agents.runner import Table, play_tables
-from stackelberg.games import GAMES, Game, GameError, make_game
+from stackelberg.games import GAME_NAMES, Game, GameError, make_game
 from stackelberg.io import atomic_writer
 from stackelberg.llm import LLMError
 
@@ -225,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="stackelberg", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     play = sub.add_parser("play", help="play seeded games and write their records")
-    play.add_argument("game", choices=sorted(GAMES), help="which game")
+    play.add_argument("game", choices=GAME_NAMES, help="which game")
     play.add_argument(
         "--agents",
         default="scripted",

@@ -14,11 +14,19 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from stackelberg.games import GAME_NAMES, check_game_name
 from stackelberg.llm.config import Dtype, LLMConfig
 from stackelberg.persuasion.candidates import SampleSettings, trained_sampling
 from stackelberg.persuasion.intents import LabelSettings
@@ -26,7 +34,7 @@ from stackelberg.persuasion.measurer import ScoreSettings
 from stackelberg.settings import Settings, one_line
 from stackelberg.training.grpo import GRPOSettings
 
-GameName = Literal["werewolf", "avalon", "onuw"]
+GameName = Annotated[str, AfterValidator(check_game_name)]
 
 
 class ParamsError(ValueError):
@@ -187,7 +195,7 @@ def _section(cls: type[Settings], description: str) -> Any:
 
 class Params(Settings):
     games: list[GameName] = Field(
-        default_factory=lambda: ["werewolf", "avalon", "onuw"],
+        default_factory=lambda: list(GAME_NAMES),
         description="the games the pipeline runs (each stage per game)",
     )
     models: ModelsParams = _section(ModelsParams, "the LLM of each role")

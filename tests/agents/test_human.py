@@ -9,6 +9,7 @@ import pytest
 
 from stackelberg.agents import make_agent
 from stackelberg.agents.human import HumanAgent, HumanQuit
+from stackelberg.agents.prompts import rules_text
 from stackelberg.agents.runner import Table, play_tables
 from stackelberg.games import make_game
 from stackelberg.games.base import Decision
@@ -75,4 +76,4 @@ def test_a_whole_game_with_a_human_seat(game_name):
     assert record["players"][1]["agent"] == "human"
     text = out.getvalue()
     assert "You are Player 2." in text and "Choose 1-" in text and "Your speech" in text
-    assert game.rules_text.splitlines()[0] in text
+    assert rules_text(game).splitlines()[0] in text

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from stackelberg.agents.prompts import rules_text
 from stackelberg.agents.refiner import (
     RefinerStyle,
     ended_before_limit,
@@ -82,7 +83,7 @@ def test_analysis_format_needs_the_response_line():
 def test_default_prompt_names_the_game_and_asks_for_one_sentence(game):
     spec = refiner_spec(game, 0, 1, BASE)
     assert spec.system.startswith("You play Werewolf. You are Player 1.")
-    assert game.rules_text not in spec.system
+    assert rules_text(game) not in spec.system
     assert "Player 2, who speaks next" in spec.system
     assert "one short sentence of at most 20 words" in spec.question
     assert spec.question.endswith(f'Your planned speech: "{BASE}"')  # right before the answer
@@ -92,7 +93,7 @@ def test_default_prompt_names_the_game_and_asks_for_one_sentence(game):
 def test_release_options_carry_the_rules_and_the_two_line_format(game):
     style = RefinerStyle(rules=True, output_format="analysis", speech_words=100)
     spec = refiner_spec(game, 0, 1, BASE, style)
-    assert spec.system.startswith(game.rules_text)
+    assert spec.system.startswith(rules_text(game))
     assert "You are Player 1." in spec.system and "You play Werewolf." not in spec.system
     assert spec.question.startswith(f'Your planned speech: "{BASE}"')
     assert "in at most 100 words" in spec.question
@@ -100,7 +101,7 @@ def test_release_options_carry_the_rules_and_the_two_line_format(game):
     assert spec.question.endswith("Response: <your new speech>")
     # each option alone
     rules_only = refiner_spec(game, 0, 1, BASE, RefinerStyle(rules=True))
-    assert game.rules_text in rules_only.system and "one short sentence" in rules_only.question
+    assert rules_text(game) in rules_only.system and "one short sentence" in rules_only.question
     words = refiner_spec(game, 0, None, BASE, RefinerStyle(speech_words=7))
     assert "at most 7 words" in words.question and "the next speaker" in words.system
 

@@ -1,4 +1,4 @@
-"""ONUW engine: known-value tables for every rule of RULES.md, options, errors, properties."""
+"""ONUW engine: known-value tables for every rule of docs/games.md, options, errors, properties."""
 
 from __future__ import annotations
 
@@ -908,15 +908,6 @@ def test_deal_werewolf_to_player_always_and_at_every_seat():
     # a deal given to reset is kept as it is
     game = new(NOBODY + ["werewolf", "seer"], deal_werewolf_to_player=True)
     assert game.center == ["werewolf", "seer"]
-
-
-def test_rules_text_follows_the_options():
-    assert make_game("onuw").rules_text == ONUW.rules_text
-    text = make_game("onuw", RELEASE).rules_text
-    assert "(at least one player is dealt a werewolf)" in text
-    assert "a lone werewolf learns it is alone" in text and "may look at a centre" not in text
-    assert "one speaking order, drawn at random, for every round" in text
-    assert "nobody dying is a draw" in text
 
 
 def test_release_options_are_recorded_only_when_set():

@@ -74,6 +74,7 @@ class FakeServer:
                 pass
 
             def send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+                self.done()  # before the client can read the answer and send the next request
                 raw = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -96,6 +97,7 @@ class FakeServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
                 with server._lock:
                     server.requests.append((self.path, body))
+                    self.in_flight = True
                     server.inflight += 1
                     server.max_inflight = max(server.max_inflight, server.inflight)
                     queue = server.faults.get(self.path, [])
@@ -111,7 +113,13 @@ class FakeServer:
                         return
                     self.route(body)
                 finally:
-                    with server._lock:
+                    self.done()
+
+            def done(self) -> None:
+                """This request no longer counts as in flight (once)."""
+                with server._lock:
+                    if getattr(self, "in_flight", False):
+                        self.in_flight = False
                         server.inflight -= 1
 
             def fault(self, fault: str) -> bool:

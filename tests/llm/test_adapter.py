@@ -7,6 +7,7 @@ import torch
 
 from stackelberg.llm import ConfigError, make_llm
 from stackelberg.llm.embedded import ensure_checkpoint
+from stackelberg.llm.errors import ModelNotFoundError
 
 
 @pytest.fixture(scope="module")
@@ -42,5 +43,5 @@ def test_adapter_changes_scores_and_cache_identity(local_llm, adapter_dir):
 def test_adapter_is_local_only_and_must_exist(tmp_path):
     with pytest.raises(ConfigError, match="adapter"):
         make_llm(backend="openai", model="m", adapter=str(tmp_path))
-    with pytest.raises(Exception, match="not a PEFT adapter folder"):
+    with pytest.raises(ModelNotFoundError, match=r"is not a PEFT adapter folder$"):
         make_llm(backend="local", cache="off", adapter=str(tmp_path))

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from stackelberg.agents.prompts import rules_text
 from stackelberg.agents.refiner import RefinerStyle
 from stackelberg.persuasion.candidates import (
     Candidate,
@@ -80,7 +81,7 @@ def test_the_style_reaches_every_request(views):
         (2, 30, ("\n",), 6),
     ]
     system, user = llm.requests[0].prompt[0]["content"], llm.requests[0].prompt[-1]["content"]
-    assert system.startswith(views[0].game.rules_text)
+    assert system.startswith(rules_text(views[0].game))
     assert "at most 9 words" in user and user.endswith(f'"{views[0].base_utterance}"')
 
 

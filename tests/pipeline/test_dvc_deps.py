@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from stackelberg.games import GAME_NAMES
+
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
 
@@ -38,11 +40,18 @@ def module_file(name: str) -> Path | None:
     return None
 
 
+#: How a package imports its modules by name (a game's prompts, its scripted agent): the
+#: package then runs any of its modules.
+BY_NAME = 'importlib.import_module(f"{__name__}.'
+
+
 def imported(path: Path) -> list[str]:
     """Project modules that ``path`` imports anywhere (also inside functions)."""
     rel = path.relative_to(SRC if path.is_relative_to(SRC) else ROOT).with_suffix("")
     package = list(rel.parts[:-1])
     out: list[str] = []
+    if path.name == "__init__.py" and BY_NAME in path.read_text():
+        out += [".".join([*package, m.stem]) for m in path.parent.glob("*.py")]
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             out += [a.name for a in node.names]
@@ -104,3 +113,11 @@ def test_the_import_walk_follows_submodules_and_relative_imports():
     assert "src/stackelberg/llm/local.py" in code  # through stackelberg.llm's __init__
     assert "src/stackelberg/evaluation/tournament.py" in code
     assert not any(p.startswith("tests/") for p in code)
+    assert "src/stackelberg/agents/prompts/onuw.py" in code_of("stages.label")  # by name
+
+
+def test_the_report_depends_on_the_metrics_of_every_game():
+    """DVC cannot loop inside one stage's deps, so dvc.yaml lists the games' metrics: this
+    keeps the list equal to the registry of games."""
+    metrics = [d for d in dvc_stages()["report"] if d.startswith("reports/")]
+    assert metrics == [f"reports/{game}/metrics.json" for game in GAME_NAMES]

@@ -13,7 +13,7 @@ import sys
 from typing import Any, TextIO
 
 from stackelberg.agents.base import Agent
-from stackelberg.agents.prompting import identity, option_label
+from stackelberg.agents.prompting import identity, option_label, rules_text
 from stackelberg.games.base import Decision
 
 
@@ -58,7 +58,7 @@ class HumanAgent(Agent):
         """The rules and identity once, then every event line seen since the last decision."""
         if not self._intro:
             self._intro = True
-            self.say(f"{self.game.rules_text}\n\n{identity(self.game, self.player)}")
+            self.say(f"{rules_text(self.game)}\n\n{identity(self.game, self.player)}")
         for ev in self.new_events():
             if line := self.game.describe_event(ev, self.player):
                 self.say(line)

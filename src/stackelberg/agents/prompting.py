@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from stackelberg.agents.prompts import rules_text
 from stackelberg.games.base import Event, Game, player_name
 from stackelberg.llm import ContextLengthError, Message, fit_history
 
@@ -83,7 +84,7 @@ def player_spec(game: Game, player: int, question: str, style: str = "") -> Prom
     """The system part is the same for every prompt of a seat (rules, identity) and what
     varies per decision (style, question) comes after the history, so that consecutive
     prompts of a seat share their start and a backend can reuse its computed prefix."""
-    system = f"{game.rules_text}\n\n{identity(game, player)}"
+    system = f"{rules_text(game)}\n\n{identity(game, player)}"
     return PromptSpec(system=system, question=f"{style}\n{question}" if style else question)
 
 

@@ -1,9 +1,9 @@
 """The Refiner: rewrite a base utterance so the next speaker responds as the speaker wants.
 
 ``refiner+X`` wraps any agent X: X decides everything and writes its speech as usual, then
-the Refiner rewrites that speech (PAPER.md: "the agent decides what to say, the Refiner makes
-it more persuasive"). The Refiner's prompt and output parser live here so that training
-(which samples the Refiner) and play (which wraps agents) use the very same ones.
+the Refiner rewrites that speech (in the paper's words: "the agent decides what to say, the
+Refiner makes it more persuasive"). The Refiner's prompt and output parser live here so that
+training (which samples the Refiner) and play (which wraps agents) use the very same ones.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from stackelberg.agents.prompting import (
     clean_speech,
     fitted_messages,
     identity,
+    rules_text,
 )
 from stackelberg.agents.runner import Routed
 from stackelberg.games.base import Decision, Game, player_name
@@ -29,7 +30,6 @@ from stackelberg.llm import GenerateRequest, Message
 from stackelberg.settings import Settings
 
 REFINER_ROUTE = "refiner"
-GAME_TITLES = {"werewolf": "Werewolf", "avalon": "Avalon", "onuw": "One Night Ultimate Werewolf"}
 #: Output formats: ``speech``, the new speech alone on one line (the completion ends at the
 #: line's end); ``analysis``, the release's two lines "Analysis: ..." then "Response: ...".
 OUTPUT_FORMATS = ("speech", "analysis")
@@ -83,8 +83,7 @@ def refiner_spec(
     """The Refiner's prompt under ``style``: who it is (and the rules, if asked), who speaks
     next, the planned speech, and what to write."""
     target = player_name(follower) if follower is not None else "the next speaker"
-    title = GAME_TITLES.get(game.name, game.name)
-    setting = f"{game.rules_text}\n\n" if style.rules else f"You play {title}. "
+    setting = f"{rules_text(game)}\n\n" if style.rules else f"You play {game.spec.title}. "
     system = (
         f"{setting}{identity(game, speaker)}\n"
         f"You improve your planned speech so that {target}, who speaks next, responds the way "

@@ -37,8 +37,6 @@ from stackelberg.evaluation.stats import (
     wilson,
 )
 from stackelberg.evaluation.tournament import (
-    CAMPS,
-    DEFAULT_CAMPS,
     build_agent,
     camp_seats,
     parse_condition,
@@ -47,8 +45,6 @@ from stackelberg.evaluation.tournament import (
 )
 
 __all__ = [
-    "CAMPS",
-    "DEFAULT_CAMPS",
     "AblationResult",
     "Interval",
     "TextTable",

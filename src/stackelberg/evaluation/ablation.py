@@ -1,4 +1,4 @@
-"""The reward ablation (PAPER.md): refiner+ReAct trained with the full, positive-only and
+"""The reward ablation of the paper: refiner+ReAct trained with the full, positive-only and
 negative-only reward, against plain ReAct, one table shaped like the paper's.
 
 Each ``dvc exp run -S score.variant=...`` logs its evaluation to MLflow with the
@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from stackelberg.evaluation.metrics import metric_key, rate
 from stackelberg.evaluation.report import TextTable, rate_cell
+from stackelberg.games import GAME_NAMES
 
 VARIANT_KEY = "score.variant"
 BASELINE = "baseline"
@@ -23,7 +24,6 @@ VARIANT_LABELS: dict[str, str] = {
     "neg_only": "+ Refiner, negative-only reward",
     "full": "+ Refiner, full reward",
 }
-GAME_ORDER = ("werewolf", "avalon", "onuw")
 
 
 class AblationResult(NamedTuple):
@@ -51,7 +51,7 @@ def ablation_table(
     seen_v = list(dict.fromkeys(v for v, _ in totals))
     seen_g = list(dict.fromkeys(g for _, g in totals))
     variants = list(labels) + [v for v in seen_v if v not in labels]
-    games = [g for g in GAME_ORDER if g in seen_g] + [g for g in seen_g if g not in GAME_ORDER]
+    games = [g for g in GAME_NAMES if g in seen_g] + [g for g in seen_g if g not in GAME_NAMES]
     rows = [
         [
             labels.get(v, v),

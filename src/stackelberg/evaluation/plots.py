@@ -1,5 +1,8 @@
 """PNG plots of an evaluation: win rate by condition and role, the GRPO reward curve, and the
 reward distribution before and after training. Matplotlib with the Agg backend (no display).
+
+Each ``*_figure`` function draws and returns the Figure (so tests can read what is drawn);
+each ``plot_*`` writes it as a PNG.
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 
-def _save(fig: Any, path: str | Path) -> Path:
+def _save(fig: Figure, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
@@ -23,7 +27,7 @@ def _save(fig: Any, path: str | Path) -> Path:
     return path
 
 
-def plot_win_rates(metrics: Mapping[str, Any], path: str | Path) -> Path:
+def win_rates_figure(metrics: Mapping[str, Any]) -> Figure:
     """Grouped bars: overall, each camp and each role; one bar per condition; Wilson bars."""
     conds = metrics["conditions"]
     groups: list[tuple[str, str, str]] = [("overall", "overall", "")]
@@ -51,10 +55,10 @@ def plot_win_rates(metrics: Mapping[str, Any], path: str | Path) -> Path:
     ax.set_ylabel("win rate (95% Wilson interval)")
     ax.set_title(f"{metrics.get('game', '')}: win rate of the agent under test")
     ax.legend(fontsize="small")
-    return _save(fig, path)
+    return fig
 
 
-def plot_reward_curve(rewards: Sequence[float], path: str | Path, window: int = 10) -> Path:
+def reward_curve_figure(rewards: Sequence[float], window: int = 10) -> Figure:
     """Mean reward per GRPO step, with a moving average over ``window`` steps."""
     fig, ax = plt.subplots(figsize=(6, 4))
     steps = list(range(1, len(rewards) + 1))
@@ -70,12 +74,12 @@ def plot_reward_curve(rewards: Sequence[float], path: str | Path, window: int = 
     ax.set_ylabel("mean Measurer reward")
     ax.set_title("Training reward")
     ax.legend(fontsize="small")
-    return _save(fig, path)
+    return fig
 
 
-def plot_reward_distribution(
-    before: Sequence[float], after: Sequence[float], path: str | Path, bins: int = 20
-) -> Path:
+def reward_distribution_figure(
+    before: Sequence[float], after: Sequence[float], bins: int = 20
+) -> Figure:
     """Overlaid histograms of held-out rewards of the base and the trained Refiner."""
     fig, ax = plt.subplots(figsize=(6, 4))
     values = [*before, *after]
@@ -92,7 +96,28 @@ def plot_reward_distribution(
     ax.set_ylabel("candidates")
     ax.set_title("Held-out reward distribution")
     ax.legend(fontsize="small")
-    return _save(fig, path)
+    return fig
 
 
-__all__ = ["plot_reward_curve", "plot_reward_distribution", "plot_win_rates"]
+def plot_win_rates(metrics: Mapping[str, Any], path: str | Path) -> Path:
+    return _save(win_rates_figure(metrics), path)
+
+
+def plot_reward_curve(rewards: Sequence[float], path: str | Path, window: int = 10) -> Path:
+    return _save(reward_curve_figure(rewards, window), path)
+
+
+def plot_reward_distribution(
+    before: Sequence[float], after: Sequence[float], path: str | Path, bins: int = 20
+) -> Path:
+    return _save(reward_distribution_figure(before, after, bins), path)
+
+
+__all__ = [
+    "plot_reward_curve",
+    "plot_reward_distribution",
+    "plot_win_rates",
+    "reward_curve_figure",
+    "reward_distribution_figure",
+    "win_rates_figure",
+]

@@ -25,20 +25,8 @@ from typing import Any
 from stackelberg.agents import LLM_AGENT_KINDS, Agent, make_agent
 from stackelberg.agents.refiner import REFINER_ROUTE, RefinerAgent
 from stackelberg.agents.runner import Table, play_tables
-from stackelberg.games import ConfigError, make_game
+from stackelberg.games import ConfigError, game_spec, make_game
 
-#: camps (teams) of each game that an agent under test can hold
-CAMPS: dict[str, tuple[str, ...]] = {
-    "werewolf": ("werewolf", "village"),
-    "avalon": ("good", "evil"),
-    "onuw": ("werewolf", "village", "tanner"),
-}
-#: camps played by default (the default ONUW deck has no tanner)
-DEFAULT_CAMPS: dict[str, tuple[str, ...]] = {
-    "werewolf": ("werewolf", "village"),
-    "avalon": ("good", "evil"),
-    "onuw": ("werewolf", "village"),
-}
 REFINER_PREFIX = "refiner+"
 #: how the LLM seats of a game chose by generation: answers asked, re-asks, random fallbacks
 CHOICE_COUNTS = ("choice_asks", "choice_reasks", "invalid_choices")
@@ -56,14 +44,8 @@ def parse_condition(condition: str) -> tuple[str, bool]:
     return inner, refined
 
 
-def _known(game_name: str) -> str:
-    if game_name not in CAMPS:
-        raise ConfigError(f"unknown game {game_name!r}; choose one of: {', '.join(CAMPS)}")
-    return game_name
-
-
 def _check_camp(game_name: str, camp: str) -> None:
-    camps = CAMPS[_known(game_name)]
+    camps = game_spec(game_name).camps
     if camp not in camps:
         raise ConfigError(f"{game_name}: unknown camp {camp!r}; choose one of: {', '.join(camps)}")
 
@@ -181,7 +163,7 @@ def play_matrix(
     """
     if batch_games < 1:
         raise ConfigError(f"batch_games must be at least 1, got {batch_games}")
-    camps = tuple(camps) if camps else DEFAULT_CAMPS[_known(game_name)]
+    camps = tuple(camps) if camps else game_spec(game_name).tested_camps
     seeds = list(seeds)
     routes = as_routes(llm_routes)
     if opponent.startswith(REFINER_PREFIX):
@@ -257,8 +239,6 @@ def play_tournament(
 
 
 __all__ = [
-    "CAMPS",
-    "DEFAULT_CAMPS",
     "Record",
     "build_agent",
     "camp_seats",

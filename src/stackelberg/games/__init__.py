@@ -1,34 +1,49 @@
-"""Rules engines for the social deduction games (no LLM, seeded, pure)."""
+"""Rules engines for the social deduction games (no LLM, seeded, pure).
+
+The registry: ``ENGINES`` lists the engines in the order reports show the games, and every
+other list of games (params, command lines, tournaments, tables) derives from it. Adding a
+game is one engine module with its ``GameSpec`` and one entry here.
+"""
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from stackelberg.games.avalon import Avalon
 from stackelberg.games.base import (
     ConfigError,
     Decision,
     Event,
     Game,
     GameError,
+    GameSpec,
     IllegalActionError,
     Observation,
     Player,
 )
+from stackelberg.games.onuw import ONUW
+from stackelberg.games.werewolf import Werewolf
 
-#: game name -> "module:Class"
-GAMES: dict[str, str] = {
-    "werewolf": "stackelberg.games.werewolf:Werewolf",
-    "avalon": "stackelberg.games.avalon:Avalon",
-    "onuw": "stackelberg.games.onuw:ONUW",
-}
+ENGINES: tuple[type[Game], ...] = (Werewolf, Avalon, ONUW)
+#: game name -> its facts, in the registry's order
+GAMES: dict[str, GameSpec] = {engine.spec.name: engine.spec for engine in ENGINES}
+GAME_NAMES: tuple[str, ...] = tuple(GAMES)
+_ENGINE_OF: dict[str, type[Game]] = {engine.spec.name: engine for engine in ENGINES}
+
+
+def check_game_name(name: str) -> str:
+    """``name`` if it is a registered game, else a one-line ConfigError listing the games."""
+    if name not in GAMES:
+        raise ConfigError(f"unknown game {name!r}; choose one of: {', '.join(GAME_NAMES)}")
+    return name
+
+
+def game_spec(name: str) -> GameSpec:
+    return GAMES[check_game_name(name)]
 
 
 def game_class(name: str) -> type[Game]:
-    if name not in GAMES:
-        raise ConfigError(f"unknown game {name!r}; choose one of: {', '.join(GAMES)}")
-    module, cls = GAMES[name].split(":")
-    return getattr(importlib.import_module(module), cls)
+    return _ENGINE_OF[check_game_name(name)]
 
 
 def make_game(name: str, options: dict[str, Any] | None = None) -> Game:
@@ -37,15 +52,20 @@ def make_game(name: str, options: dict[str, Any] | None = None) -> Game:
 
 
 __all__ = [
+    "ENGINES",
     "GAMES",
+    "GAME_NAMES",
     "ConfigError",
     "Decision",
     "Event",
     "Game",
     "GameError",
+    "GameSpec",
     "IllegalActionError",
     "Observation",
     "Player",
+    "check_game_name",
     "game_class",
+    "game_spec",
     "make_game",
 ]

@@ -1,4 +1,4 @@
-"""The Resistance: Avalon, 5 to 10 players (rules: shared RULES.md, section "Avalon").
+"""The Resistance: Avalon, 5 to 10 players (rules: docs/games.md, section "Avalon").
 
 Sources: the Avalon rulebook (Don Eskridge, Indie Boards & Cards) and the paper's setup
 (6 players: Merlin, Percival, two Loyal Servants, Morgana, Assassin).
@@ -73,20 +73,25 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
 
 from stackelberg.games.base import (
+    RECORD_IF_SET,
     SPEAK,
     ConfigError,
+    Count,
     Decision,
     Event,
+    Flag,
     Game,
     GameError,
+    GameOptions,
+    GameSpec,
     IllegalActionError,
     Player,
-    check_choice,
-    option,
+    RoleList,
     player_name,
 )
 
@@ -117,10 +122,6 @@ TEAM_SIZES: dict[int, tuple[int, ...]] = {
 TWO_FAIL_QUEST, TWO_FAIL_MIN_PLAYERS = 4, 7
 MAX_ATTEMPTS = 5  # the fifth rejection in a row within one quest: evil wins (by default)
 WINS_NEEDED = 3
-#: option values; the first is the default (the rulebook), the second the paper's release
-TIED_TEAM_VOTES: tuple[str, ...] = ("rejected", "approved")
-FIFTH_REJECTIONS: tuple[str, ...] = ("evil_wins", "quest_goes_anyway")
-ASSASSIN_TIMINGS: tuple[str, ...] = ("after_three_successes", "once_after_any_quest")
 #: Which default card a ``mordred`` / ``oberon`` option replaces, first available wins.
 REPLACES: tuple[str, ...] = ("minion", "morgana")
 
@@ -148,7 +149,7 @@ def team_options(n_players: int, size: int) -> tuple[tuple[int, ...], ...]:
 
 
 def default_roles(n_players: int, mordred: bool = False, oberon: bool = False) -> list[str]:
-    """The default deck of RULES.md rule 9 for a player count, with Mordred/Oberon swapped in."""
+    """The default deck for a player count (docs/games.md), with Mordred/Oberon swapped in."""
     n_evil = EVIL_COUNT[n_players]
     if n_players == 6:
         deck = ["merlin", "percival", "loyal_servant", "loyal_servant", "morgana", "assassin"]
@@ -171,42 +172,37 @@ def default_roles(n_players: int, mordred: bool = False, oberon: bool = False) -
     return deck
 
 
-@dataclass(frozen=True)
-class AvalonConfig:
+class AvalonConfig(GameOptions):
     """Options of Avalon; defaults are the paper's 6-player setup."""
 
-    n_players: int = 6  # 5..10 players
-    roles: tuple[str, ...] | None = None  # explicit role list (one per player), None = default deck
-    mordred: bool = False  # Mordred replaces a minion card (Morgana if none); hidden from Merlin
-    oberon: bool = False  # Oberon replaces a minion card (Morgana if none); unseen by evil
-    merlin_sees_oberon: bool = True  # whether Merlin's knowledge includes Oberon
+    n_players: Annotated[Count, Field(ge=min(EVIL_COUNT), le=max(EVIL_COUNT))] = 6
+    roles: RoleList = None  # explicit role list (one per player), None = default deck
+    mordred: Flag = False  # Mordred replaces a minion card (Morgana if none); hidden from Merlin
+    oberon: Flag = False  # Oberon replaces a minion card (Morgana if none); unseen by evil
+    merlin_sees_oberon: Flag = True  # whether Merlin's knowledge includes Oberon
     #: a team vote with as many approvals as rejections: "rejected" or "approved"
-    tied_team_vote: str = option("rejected")
+    tied_team_vote: Annotated[Literal["rejected", "approved"], RECORD_IF_SET] = "rejected"
     #: the fifth rejected team in a row in a quest: "evil_wins" or "quest_goes_anyway"
-    fifth_rejection: str = option("evil_wins")
+    fifth_rejection: Annotated[Literal["evil_wins", "quest_goes_anyway"], RECORD_IF_SET] = (
+        "evil_wins"
+    )
     #: "after_three_successes" or "once_after_any_quest" (one attempt, offered after each quest)
-    assassin_timing: str = option("after_three_successes")
+    assassin_timing: Annotated[
+        Literal["after_three_successes", "once_after_any_quest"], RECORD_IF_SET
+    ] = "after_three_successes"
 
-    def __post_init__(self) -> None:
-        if isinstance(self.n_players, bool) or self.n_players not in EVIL_COUNT:
-            raise ConfigError(f"avalon: n_players={self.n_players!r} is not allowed; use 5..10")
-        for name in ("mordred", "oberon", "merlin_sees_oberon"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"avalon: {name}={getattr(self, name)!r} must be true or false")
-        check_choice("avalon", "tied_team_vote", self.tied_team_vote, TIED_TEAM_VOTES)
-        check_choice("avalon", "fifth_rejection", self.fifth_rejection, FIFTH_REJECTIONS)
-        check_choice("avalon", "assassin_timing", self.assassin_timing, ASSASSIN_TIMINGS)
+    @model_validator(mode="after")
+    def _legal_deck(self) -> AvalonConfig:
         if self.roles is None:
             default_roles(self.n_players, self.mordred, self.oberon)
-            return
-        roles = tuple(self.roles)
-        object.__setattr__(self, "roles", roles)
+            return self
         if self.mordred or self.oberon:
             raise ConfigError(
                 "avalon: mordred/oberon options apply to the default deck; with an explicit "
                 "roles list, put 'mordred' or 'oberon' in roles instead"
             )
-        check_roles(roles, self.n_players)
+        check_roles(self.roles, self.n_players)
+        return self
 
     def deck(self) -> list[str]:
         """The configured role multiset (one card per player)."""
@@ -219,7 +215,9 @@ def check_roles(roles: tuple[str, ...] | list[str], n_players: int) -> None:
     """Raise ConfigError unless ``roles`` is a legal Avalon deck for ``n_players``."""
     bad = [r for r in roles if r not in ROLE_TEAM]
     if bad:
-        raise ConfigError(f"avalon: unknown role(s) {bad}; allowed: {', '.join(ROLE_TEAM)}")
+        raise ConfigError(
+            f"avalon: roles contains unknown role(s) {bad}; allowed: {', '.join(ROLE_TEAM)}"
+        )
     if len(roles) != n_players:
         raise ConfigError(
             f"avalon: roles has {len(roles)} entries but n_players={n_players}; "
@@ -243,24 +241,16 @@ def check_roles(roles: tuple[str, ...] | list[str], n_players: int) -> None:
 class Avalon(Game):
     """The Avalon rules engine (see the module docstring for the spec)."""
 
-    name = "avalon"
-    Config = AvalonConfig
-    rules_text = (
-        "Avalon: good (Merlin, Percival, Loyal Servants) against evil (Morgana, Assassin, ...).\n"
-        "Evil players know each other; Merlin knows the evil players; Percival sees Merlin and "
-        "Morgana but not which is which.\n"
-        "Each quest: everyone speaks once, the leader proposes a team, then all vote at once; "
-        "a strict majority approves, and the leader passes to the next seat after every vote.\n"
-        "Five rejected teams in a row in one quest: evil wins.\n"
-        "Team members secretly play Success or Fail (good must play Success); one Fail fails "
-        "the quest (quest 4 with 7+ players needs two).\n"
-        "Three failed quests: evil wins. Three successful quests: the Assassin names one "
-        "player; if that is Merlin evil wins, otherwise good wins."
+    spec = GameSpec(
+        name="avalon",
+        title="Avalon",
+        options=AvalonConfig,
+        camps=(GOOD, EVIL),
+        tested_camps=(GOOD, EVIL),
     )
 
     def __init__(self, config: Any = None) -> None:
         super().__init__(config)
-        self.rules_text = _rules_text(self.config)
         self._decision: Decision | None = None
         self._reset_state()
 
@@ -616,33 +606,3 @@ class Avalon(Game):
 
 def _names(ids: list[int] | tuple[int, ...]) -> str:
     return ", ".join(player_name(p) for p in ids)
-
-
-def _rules_text(cfg: AvalonConfig) -> str:
-    """``Avalon.rules_text`` adapted to the options that change a stated rule."""
-    text = Avalon.rules_text
-    changes = []
-    if cfg.tied_team_vote == "approved":
-        changes.append(("a strict majority approves", "half the votes or more approve"))
-    if cfg.fifth_rejection == "quest_goes_anyway":
-        changes.append(
-            (
-                "Five rejected teams in a row in one quest: evil wins.",
-                "After five rejected teams in a row in one quest, the fifth team goes on the "
-                "quest anyway.",
-            )
-        )
-    if cfg.assassin_timing == "once_after_any_quest":
-        changes.append(
-            (
-                "Three successful quests: the Assassin names one player; if that is Merlin evil "
-                "wins, otherwise good wins.",
-                "Once in the game, after any quest, the Assassin may name one player as Merlin: "
-                "if right, evil wins at once; if wrong, play goes on. Three successful quests: "
-                "good wins, unless the Assassin has not tried yet and now names Merlin.",
-            )
-        )
-    for old, new in changes:
-        assert old in text, old
-        text = text.replace(old, new)
-    return text

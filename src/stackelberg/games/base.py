@@ -11,13 +11,13 @@ observation of a player is the events visible to them, rendered as text.
 
 from __future__ import annotations
 
-import dataclasses
 import random
-import types
 import typing
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 ALL = "all"
 SPEAK = "speak"
@@ -94,59 +94,108 @@ def player_name(pid: int) -> str:
     return f"Player {pid + 1}"
 
 
-def _parse_value(name: str, hint: Any, raw: Any, game: str) -> Any:
-    """Convert a ``--set`` string (or a YAML value) to the type of a config field."""
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin in (types.UnionType, typing.Union) and type(None) in args:
-        if raw is None or (isinstance(raw, str) and raw.lower() in ("none", "null", "")):
-            return None
-        (hint,) = [a for a in args if a is not type(None)]
-        origin, args = typing.get_origin(hint), typing.get_args(hint)
-    try:
-        if hint is bool:
-            if isinstance(raw, bool):
-                return raw
-            text = str(raw).strip().lower()
-            if text in ("true", "1", "yes", "on"):
-                return True
-            if text in ("false", "0", "no", "off"):
-                return False
-            raise ValueError
-        if hint is int:
-            if isinstance(raw, bool):
-                raise ValueError
-            return int(raw)
-        if hint is float:
-            return float(raw)
-        if hint is str:
-            return str(raw)
-        if origin is tuple:
-            items = raw.split(",") if isinstance(raw, str) else list(raw)
-            return tuple(str(x).strip() for x in items if str(x).strip())
-    except (TypeError, ValueError):
-        pass
-    raise ConfigError(
-        f"{game}: option {name}={raw!r} is not a valid {getattr(hint, '__name__', hint)}"
-    )
+class RecordIfSet:
+    """Marks an option that a record names only when it is not at its default: options added
+    after records were first written, so that a game at the default rules keeps a
+    byte-identical record (``restore`` fills a missing option with its default)."""
 
 
-def parse_config(config_cls: type, game: str, options: dict[str, Any] | None) -> Any:
-    """Build a config dataclass from loose options, naming any unknown key or bad value."""
-    options = dict(options or {})
-    hints = typing.get_type_hints(config_cls)
-    known = [f.name for f in dataclasses.fields(config_cls)]
-    values = {}
-    for key, raw in options.items():
-        if key not in known:
-            raise ConfigError(f"{game}: unknown option {key!r}; known options: {', '.join(known)}")
-        values[key] = _parse_value(key, hints[key], raw, game)
-    try:
-        return config_cls(**values)
-    except ConfigError:
-        raise
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{game}: {exc}") from None
+RECORD_IF_SET = RecordIfSet()
+
+
+def _none_or_items(raw: Any) -> Any:
+    """A list option from YAML or ``--set``: "a,b,c" or a sequence; "none"/"null"/"" -> None."""
+    if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("none", "null", "")):
+        return None
+    items = raw.split(",") if isinstance(raw, str) else raw
+    if isinstance(items, (list, tuple)):
+        return tuple(str(x).strip() for x in items if str(x).strip())
+    return raw
+
+
+def _no_bool(raw: Any) -> Any:
+    """pydantic would read true as 1: a count given as a flag is a mistake to report."""
+    if isinstance(raw, bool):
+        raise ValueError("a count, not true/false")
+    return raw
+
+
+#: Option types: pydantic coerces the strings of ``--set`` and the values of YAML.
+Flag = bool
+Count = Annotated[int, BeforeValidator(_no_bool)]
+RoleList = Annotated[tuple[str, ...] | None, BeforeValidator(_none_or_items)]
+
+
+class GameOptions(BaseModel):
+    """A game's options: every engine's ``Config`` derives from it. pydantic coerces loose
+    values and rejects unknown keys; ``parse`` turns its errors into one-line ConfigErrors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @classmethod
+    def parse(cls, game: str, options: dict[str, Any] | None) -> GameOptions:
+        try:
+            return cls(**dict(options or {}))
+        except ValidationError as exc:
+            raise cls._config_error(game, exc.errors()[0]) from None
+
+    @classmethod
+    def _config_error(cls, game: str, error: Any) -> ConfigError:
+        """One line naming the option and what it accepts."""
+        cause = error.get("ctx", {}).get("error")
+        if isinstance(cause, ConfigError):  # a rule check of the model's own validators
+            return cause
+        name = str(error["loc"][0]) if error["loc"] else ""
+        raw = error["input"]
+        if error["type"] == "extra_forbidden":
+            return ConfigError(
+                f"{game}: unknown option {name!r}; known options: {', '.join(cls.model_fields)}"
+            )
+        field = cls.model_fields[name]
+        if typing.get_origin(field.annotation) is Literal:
+            allowed = ", ".join(typing.get_args(field.annotation))
+            return ConfigError(f"{game}: {name}={raw!r}; allowed: {allowed}")
+        low, high = bounds(field)
+        if error["type"] in ("greater_than_equal", "less_than_equal"):
+            what = f"from {low} to {high}" if high is not None else f">= {low}"
+            return ConfigError(f"{game}: {name}={raw!r}; must be an integer {what}")
+        kind = getattr(field.annotation, "__name__", str(field.annotation))
+        return ConfigError(f"{game}: option {name}={raw!r} is not a valid {kind}")
+
+    def recorded(self) -> dict[str, Any]:
+        """The options as a record names them (``RECORD_IF_SET`` ones only when changed)."""
+        out = {}
+        for name, field in type(self).model_fields.items():
+            value = getattr(self, name)
+            if RECORD_IF_SET in field.metadata and value == field.default:
+                continue
+            out[name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+def bounds(field: Any) -> tuple[Any, Any]:
+    """The ``ge``/``le`` limits of an option's field (None where unlimited)."""
+    low = next((m.ge for m in field.metadata if getattr(m, "ge", None) is not None), None)
+    high = next((m.le for m in field.metadata if getattr(m, "le", None) is not None), None)
+    return low, high
+
+
+@dataclass(frozen=True)
+class GameSpec:
+    """A game's facts, stated once next to its engine: the registry (``stackelberg.games``)
+    lists the specs, and params, the command lines, tournaments and reports read them there,
+    so that adding a game is one place."""
+
+    #: the key of params, records, stage names and the command line
+    name: str
+    #: the game's name as players and reports read it
+    title: str
+    #: the engine's options
+    options: type[GameOptions]
+    #: teams an agent under test can hold
+    camps: tuple[str, ...]
+    #: the camps a tournament plays unless told otherwise (those of the default deal)
+    tested_camps: tuple[str, ...]
 
 
 class Game(ABC):
@@ -156,10 +205,15 @@ class Game(ABC):
     player's action goes to ``step(action)``; finally ``result()`` and ``record(...)``.
     """
 
+    spec: ClassVar[GameSpec]
+    #: ``spec.name`` and ``spec.options``, set from the spec of each engine class
     name: ClassVar[str]
-    Config: ClassVar[type]
-    #: A short statement of the rules, given to LLM players in their prompts.
-    rules_text: ClassVar[str]
+    Config: ClassVar[type[GameOptions]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "spec" in cls.__dict__:
+            cls.name, cls.Config = cls.spec.name, cls.spec.options
 
     def __init__(self, config: Any = None) -> None:
         self.config = config if config is not None else self.Config()
@@ -172,7 +226,7 @@ class Game(ABC):
 
     @classmethod
     def from_options(cls, options: dict[str, Any] | None = None) -> Game:
-        return cls(parse_config(cls.Config, cls.name, options))
+        return cls(cls.Config.parse(cls.name, options))
 
     @classmethod
     def restore(cls, record: dict[str, Any]) -> Game:
@@ -326,14 +380,15 @@ class Game(ABC):
         return Observation("\n".join(lines), data)
 
     def record(self, agents: list[str] | None = None) -> dict[str, Any]:
-        """The game record of DESIGN.md (a JSON-ready dict)."""
+        """The game record, JSON-ready: game, seed, options (``config``), players (with
+        ``agents``), events and result."""
         if not self.done:
             raise GameError(f"{self.name}: the game is not finished")
         agents = agents or ["unknown"] * self.n_players
         return {
             "game": self.name,
             "seed": self.seed,
-            "config": config_dict(self.config),
+            "config": self.config.recorded(),
             "players": [
                 {"id": p.id, "name": p.name, "role": p.role, "team": p.team, "agent": agents[p.id]}
                 for p in self.players
@@ -341,33 +396,6 @@ class Game(ABC):
             "events": [e.to_dict() for e in self.events],
             "result": self.result(),
         }
-
-
-#: Metadata key of a config field that a record names only when it is not at its default:
-#: options added after records were first written, so that a game at the default rules keeps
-#: a byte-identical record (``restore`` fills a missing option with its default).
-RECORD_IF_SET = "record_if_set"
-
-
-def option(default: Any) -> Any:
-    """A config field recorded only when set to something other than ``default``."""
-    return dataclasses.field(default=default, metadata={RECORD_IF_SET: True})
-
-
-def config_dict(config: Any) -> dict[str, Any]:
-    out = {}
-    for f in dataclasses.fields(config):
-        v = getattr(config, f.name)
-        if f.metadata.get(RECORD_IF_SET) and v == f.default:
-            continue
-        out[f.name] = list(v) if isinstance(v, tuple) else v
-    return out
-
-
-def check_choice(game: str, name: str, value: Any, allowed: tuple[str, ...]) -> None:
-    """Raise a one-line ConfigError unless ``value`` is one of ``allowed``."""
-    if value not in allowed:
-        raise ConfigError(f"{game}: {name}={value!r}; allowed: {', '.join(allowed)}")
 
 
 __all__ = [
@@ -382,9 +410,10 @@ __all__ = [
     "Observation",
     "Player",
     "RECORD_IF_SET",
-    "check_choice",
-    "config_dict",
-    "option",
-    "parse_config",
+    "Count",
+    "Flag",
+    "GameOptions",
+    "GameSpec",
+    "RoleList",
     "player_name",
 ]

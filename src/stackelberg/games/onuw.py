@@ -1,8 +1,8 @@
 """One Night Ultimate Werewolf (ONUW): one night of hidden actions, one day, one vote.
 
-Sources: the project's rules spec ("One Night Ultimate Werewolf"); the Bezier Games rulebook
-(One Night Ultimate Werewolf, 2014) for the Doppelganger, the Minion with no werewolf among
-the players, and the Tanner; the paper setup of Jin et al. 2024 (5 players, 7 cards:
+Sources: the project's rules (docs/games.md, "One Night Ultimate Werewolf"); the Bezier
+Games rulebook (One Night Ultimate Werewolf, 2014) for the Doppelganger, the Minion with no
+werewolf among the players, and the Tanner; the paper setup of Jin et al. 2024 (5 players, 7 cards:
 werewolf, villager x2, seer, robber, troublemaker, insomniac; 2 centre cards; 3 discussion
 rounds).
 
@@ -77,7 +77,7 @@ most votes die (all tied players die) unless no player has more than one vote. E
 Hunter (by final card) also kills the player they voted for: one more ``death`` event with
 ``player`` = the hunter (repeated if that kills another hunter).
 
-Win (RULES.md rule 7; W = players whose final card is a werewolf):
+Win (docs/games.md; W = players whose final card is a werewolf):
 - W not empty: village wins if a werewolf dies; otherwise werewolves (werewolf and minion
   final cards) win unless a tanner died.
 - W empty: village wins only if nobody dies (with ``no_werewolf_result="draw"``, never: that
@@ -92,21 +92,26 @@ tanner, or "draw" when nobody wins, "winners": [ids], "reason": "werewolf_died" 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from itertools import combinations
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
 
 from stackelberg.games.base import (
     ALL,
+    RECORD_IF_SET,
     SPEAK,
     ConfigError,
+    Count,
     Decision,
     Event,
+    Flag,
     Game,
     GameError,
+    GameOptions,
+    GameSpec,
     Player,
-    check_choice,
-    option,
+    RoleList,
     player_name,
 )
 
@@ -172,9 +177,6 @@ MAX_COUNT: dict[str, int] = {"doppelganger": 1}
 DECISION_KINDS = frozenset(
     {"doppelganger", "werewolf_peek", "seer", "rob", "troublemake", "drunk", SPEAK, "vote"}
 )
-#: option values (default first; the second is the paper's release)
-SPEAKING_ORDERS: tuple[str, ...] = ("seat", "shuffled_once")
-NO_WEREWOLF_RESULTS: tuple[str, ...] = ("village_wins_if_nobody_dies", "draw")
 #: team order in a joint "winner" string
 TEAM_ORDER: tuple[str, ...] = ("village", "werewolf", "tanner")
 PROMPTS: dict[str, str] = {
@@ -205,41 +207,30 @@ def _names(ids: list[int]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-@dataclass(frozen=True)
-class ONUWConfig:
+class ONUWConfig(GameOptions):
     #: number of players (3..10)
-    n_players: int = 5
+    n_players: Annotated[Count, Field(ge=3, le=10)] = 5
     #: face-down centre cards (1..3; 2 = paper setup, 3 = rulebook)
-    center_cards: int = 2
+    center_cards: Annotated[Count, Field(ge=1, le=3)] = 2
     #: explicit card list, n_players + center_cards long (None = DEFAULT_DECKS by card count)
-    roles: tuple[str, ...] | None = None
+    roles: RoleList = None
     #: discussion rounds before the vote; each player speaks once per round in seat order
-    discussion_rounds: int = 3
+    discussion_rounds: Annotated[Count, Field(ge=0, le=10)] = 3
     #: a player may vote for themself
-    allow_self_vote: bool = False
+    allow_self_vote: Flag = False
     #: "seat" (seat order every round) or "shuffled_once" (one random order for the day)
-    speaking_order: str = option("seat")
+    speaking_order: Annotated[Literal["seat", "shuffled_once"], RECORD_IF_SET] = "seat"
     #: a lone werewolf looks at one centre card
-    lone_wolf_peek: bool = option(True)
+    lone_wolf_peek: Annotated[Flag, RECORD_IF_SET] = True
     #: no werewolf among the players: "village_wins_if_nobody_dies" or "draw"
-    no_werewolf_result: str = option("village_wins_if_nobody_dies")
+    no_werewolf_result: Annotated[Literal["village_wins_if_nobody_dies", "draw"], RECORD_IF_SET] = (
+        "village_wins_if_nobody_dies"
+    )
     #: redraw the deal until a player holds a werewolf card
-    deal_werewolf_to_player: bool = option(False)
+    deal_werewolf_to_player: Annotated[Flag, RECORD_IF_SET] = False
 
-    def __post_init__(self) -> None:
-        for name, lo, hi in (
-            ("n_players", 3, 10),
-            ("center_cards", 1, 3),
-            ("discussion_rounds", 0, 10),
-        ):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-                raise ConfigError(f"onuw: {name}={v!r}; must be an integer from {lo} to {hi}")
-        for name in ("allow_self_vote", "lone_wolf_peek", "deal_werewolf_to_player"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"onuw: {name}={getattr(self, name)!r} must be true or false")
-        check_choice("onuw", "speaking_order", self.speaking_order, SPEAKING_ORDERS)
-        check_choice("onuw", "no_werewolf_result", self.no_werewolf_result, NO_WEREWOLF_RESULTS)
+    @model_validator(mode="after")
+    def _legal_deck(self) -> ONUWConfig:
         if self.roles is not None:
             self._check_roles()
         if self.deal_werewolf_to_player and "werewolf" not in self.deck:
@@ -247,11 +238,11 @@ class ONUWConfig:
                 "onuw: deal_werewolf_to_player=true needs a werewolf card in the deck; "
                 f"the cards are {', '.join(self.deck)}"
             )
+        return self
 
     def _check_roles(self) -> None:
         n_cards = self.n_players + self.center_cards
-        roles = tuple(self.roles)
-        object.__setattr__(self, "roles", roles)
+        roles = self.roles
         bad = [r for r in roles if r not in ROLE_TEAM]
         if bad:
             raise ConfigError(
@@ -280,28 +271,13 @@ class ONUWConfig:
 class ONUW(Game):
     """The ONUW engine (see the module docstring for the rules)."""
 
-    name = "onuw"
-    Config = ONUWConfig
-    rules_text = (
-        "One Night Ultimate Werewolf. Each player gets a secret card; the rest lie face down in "
-        "the centre.\n"
-        "At night, in order: the werewolves see each other (a lone werewolf may look at a centre "
-        "card); the minion sees the werewolves; masons see each other; the seer looks at one "
-        "player's card or two centre cards; the robber swaps cards with a player and sees the "
-        "new card; the troublemaker swaps two other players' cards; the drunk swaps with a "
-        "centre card unseen; the insomniac sees their final card. The doppelganger copies "
-        "another player's card first.\n"
-        "Your team is the card you hold at the END of the night, which may have been moved.\n"
-        "Day: a few rounds of discussion, then everyone votes at once. The most voted player(s) "
-        "die (nobody if no one gets 2+ votes); a dead hunter also kills whom they voted for.\n"
-        "The village wins if a werewolf dies (or, with no werewolf among the players, if nobody "
-        "dies); the werewolves and minion win if a werewolf is among the players and none "
-        "dies; the tanner wins only if he dies, and then the werewolves cannot win."
+    spec = GameSpec(
+        name="onuw",
+        title="One Night Ultimate Werewolf",
+        options=ONUWConfig,
+        camps=("werewolf", "village", "tanner"),
+        tested_camps=("werewolf", "village"),  # the default deck has no tanner
     )
-
-    def __init__(self, config: Any = None) -> None:
-        super().__init__(config)
-        self.rules_text = _rules_text(self.config)
 
     # ---- setup ---------------------------------------------------------------------------
     def _setup(self, roles: list[str] | None) -> None:
@@ -658,43 +634,6 @@ class ONUW(Game):
             out["votes"] = {str(p): t for p, t in sorted(self.votes.items())}
             out["dead"] = sorted(self.dead)
         return out
-
-
-def _rules_text(cfg: ONUWConfig) -> str:
-    """``ONUW.rules_text`` adapted to the options that change a stated rule."""
-    text = ONUW.rules_text
-    changes = []
-    if cfg.deal_werewolf_to_player:
-        changes.append(
-            (
-                "Each player gets a secret card;",
-                "Each player gets a secret card (at least one player is dealt a werewolf);",
-            )
-        )
-    if not cfg.lone_wolf_peek:
-        changes.append(
-            ("(a lone werewolf may look at a centre card)", "(a lone werewolf learns it is alone)")
-        )
-    if cfg.speaking_order == "shuffled_once":
-        changes.append(
-            (
-                "Day: a few rounds of discussion,",
-                "Day: a few rounds of discussion (one speaking order, drawn at random, for every "
-                "round),",
-            )
-        )
-    if cfg.no_werewolf_result == "draw":
-        changes.append(
-            (
-                "(or, with no werewolf among the players, if nobody dies)",
-                "(with no werewolf among the players the village cannot win: nobody dying is a "
-                "draw)",
-            )
-        )
-    for old, new in changes:
-        assert old in text, old
-        text = text.replace(old, new)
-    return text
 
 
 __all__ = ["DEFAULT_DECKS", "ONUW", "PAPER_ROLES", "ROLE_TEAM", "ONUWConfig"]

@@ -1,6 +1,6 @@
 """Werewolf, the paper setup: 7 players, 2 Werewolf, Seer, Guardian, 3 Villager.
 
-Sources: the project's rules spec ("Werewolf, paper setup"); the Witch/Guard setup of Xu et al.
+Sources: the project's rules (docs/games.md, "Werewolf"); the Witch/Guard setup of Xu et al.
 2023 ("Exploring Large Language Models for Communication Games: An Empirical Study on
 Werewolf": 2 werewolf, seer, witch, guardian, 2 villager) and the Doctor setup of LSPO (Xu et
 al. 2023, "Language Agents with Reinforcement Learning for Strategic Play in the Werewolf
@@ -56,7 +56,7 @@ many as living non-werewolves (``wolf_win="parity"``) or when no non-werewolf is
 "winners": every player of the winning team, dead or alive ([] for a draw), "reason":
 "werewolves_dead"|"wolf_parity"|"villagers_dead"|"day_limit"}.
 
-Options where the paper's code release differs from the project's rules spec (each named in a
+Options where the paper's code release differs from the project's rules (each named in a
 record only when not at its default): ``guardian_may_repeat`` (default false; the release:
 true) and ``wolf_victim`` ("plurality_lowest_seat" default | "last_wolf", the release).
 
@@ -68,19 +68,24 @@ Every event has phase ("setup", "night", "day", "vote") and round; ``player`` is
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field, model_validator
 
 from stackelberg.games.base import (
+    RECORD_IF_SET,
     SPEAK,
     ConfigError,
+    Count,
     Decision,
     Event,
+    Flag,
     Game,
     GameError,
+    GameOptions,
+    GameSpec,
     Player,
-    check_choice,
-    option,
+    RoleList,
     player_name,
 )
 
@@ -124,10 +129,6 @@ LSPO_ROLES: tuple[str, ...] = (
     "villager",
     "villager",
 )
-VOTE_TIES: tuple[str, ...] = ("random", "none")
-WOLF_WINS: tuple[str, ...] = ("parity", "all_villagers_dead")
-#: wolf_victim option: how the wolves' choices make the victim (default first)
-WOLF_VICTIMS: tuple[str, ...] = ("plurality_lowest_seat", "last_wolf")
 #: protector role -> may protect the same player on two nights in a row (by default; the
 #: guardian_may_repeat option lifts the guardian's restriction)
 REPEAT_PROTECT: dict[str, bool] = {"guardian": False, "doctor": True}
@@ -135,28 +136,33 @@ REPEAT_PROTECT: dict[str, bool] = {"guardian": False, "doctor": True}
 WOLF_WIN_REASON: dict[str, str] = {"parity": "wolf_parity", "all_villagers_dead": "villagers_dead"}
 
 
-@dataclass(frozen=True)
-class WerewolfConfig:
-    #: role list (one per player; None = the paper setup of 7)
-    roles: tuple[str, ...] | None = None
-    #: voters may abstain (vote None)
-    allow_abstain: bool = True
-    #: a tied vote: "random" (one of the tied players, paper release) or "none" (nobody)
-    vote_tie: str = "random"
-    #: announce a dead player's role
-    reveal_on_death: bool = False
-    #: werewolf win: "parity" (wolves >= others alive) or "all_villagers_dead"
-    wolf_win: str = "parity"
-    #: days before the game ends as a draw
-    max_days: int = 10
-    #: the guardian may protect the same player on two nights in a row (paper release: true)
-    guardian_may_repeat: bool = option(False)
-    #: the victim from the wolves' choices: "plurality_lowest_seat" or "last_wolf" (release)
-    wolf_victim: str = option("plurality_lowest_seat")
+def _paper_roles_if_none(roles: tuple[str, ...] | None) -> tuple[str, ...]:
+    return PAPER_ROLES if roles is None else roles
 
-    def __post_init__(self) -> None:
-        roles = PAPER_ROLES if self.roles is None else tuple(self.roles)
-        object.__setattr__(self, "roles", roles)
+
+class WerewolfConfig(GameOptions):
+    #: role list (one per player; None = the paper setup of 7)
+    roles: Annotated[RoleList, AfterValidator(_paper_roles_if_none)] = PAPER_ROLES
+    #: voters may abstain (vote None)
+    allow_abstain: Flag = True
+    #: a tied vote: "random" (one of the tied players, paper release) or "none" (nobody)
+    vote_tie: Literal["random", "none"] = "random"
+    #: announce a dead player's role
+    reveal_on_death: Flag = False
+    #: werewolf win: "parity" (wolves >= others alive) or "all_villagers_dead"
+    wolf_win: Literal["parity", "all_villagers_dead"] = "parity"
+    #: days before the game ends as a draw
+    max_days: Annotated[Count, Field(ge=1)] = 10
+    #: the guardian may protect the same player on two nights in a row (paper release: true)
+    guardian_may_repeat: Annotated[Flag, RECORD_IF_SET] = False
+    #: the victim from the wolves' choices: "plurality_lowest_seat" or "last_wolf" (release)
+    wolf_victim: Annotated[Literal["plurality_lowest_seat", "last_wolf"], RECORD_IF_SET] = (
+        "plurality_lowest_seat"
+    )
+
+    @model_validator(mode="after")
+    def _legal_roles(self) -> WerewolfConfig:
+        roles = self.roles
         bad = [r for r in roles if r not in ROLE_TEAM]
         if bad:
             raise ConfigError(
@@ -172,24 +178,7 @@ class WerewolfConfig:
                 f"werewolf: roles {list(roles)} has {wolves} werewolves for {len(roles)} players; "
                 "need at least one werewolf and fewer werewolves than other players"
             )
-        for name in ("allow_abstain", "reveal_on_death", "guardian_may_repeat"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"werewolf: {name}={getattr(self, name)!r} must be true or false")
-        if self.vote_tie not in VOTE_TIES:
-            raise ConfigError(
-                f"werewolf: vote_tie={self.vote_tie!r}; allowed: {', '.join(VOTE_TIES)}"
-            )
-        if self.wolf_win not in WOLF_WINS:
-            raise ConfigError(
-                f"werewolf: wolf_win={self.wolf_win!r}; allowed: {', '.join(WOLF_WINS)}"
-            )
-        check_choice("werewolf", "wolf_victim", self.wolf_victim, WOLF_VICTIMS)
-        if (
-            isinstance(self.max_days, bool)
-            or not isinstance(self.max_days, int)
-            or self.max_days < 1
-        ):
-            raise ConfigError(f"werewolf: max_days={self.max_days!r}; must be an integer >= 1")
+        return self
 
     @property
     def n_players(self) -> int:
@@ -199,24 +188,13 @@ class WerewolfConfig:
 class Werewolf(Game):
     """The Werewolf engine (see the module docstring for the rules)."""
 
-    name = "werewolf"
-    Config = WerewolfConfig
-    rules_text = (
-        "Werewolf. Teams: werewolves (they know each other) and the village (seer, guardian, "
-        "villagers; optionally witch, doctor).\n"
-        "Each night the werewolves pick a victim; the guardian protects one player (not the "
-        "same one two nights in a row); the seer learns whether one player is a werewolf; a "
-        "witch has one save and one poison potion; a doctor protects anyone.\n"
-        "At dawn the night's deaths are announced. Then every living player speaks once, in a "
-        "random order, and everyone votes to eliminate one living player (you may abstain); "
-        "most votes is eliminated (no self-votes). Dead players' roles stay secret by default.\n"
-        "The village wins when all werewolves are dead; the werewolves win when they are at "
-        "least as many as the others alive. After the day limit (10 by default) it is a draw."
+    spec = GameSpec(
+        name="werewolf",
+        title="Werewolf",
+        options=WerewolfConfig,
+        camps=("werewolf", "village"),
+        tested_camps=("werewolf", "village"),
     )
-
-    def __init__(self, config: Any = None) -> None:
-        super().__init__(config)
-        self.rules_text = _rules_text(self.config)
 
     # ---- setup ---------------------------------------------------------------------------
     def _setup(self, roles: list[str] | None) -> None:
@@ -529,24 +507,6 @@ class Werewolf(Game):
             "dead": [i for i, a in enumerate(self.alive) if not a],
             "max_days": self.config.max_days,
         }
-
-
-def _rules_text(cfg: WerewolfConfig) -> str:
-    """``Werewolf.rules_text`` adapted to the options that change a stated rule."""
-    text = Werewolf.rules_text
-    if cfg.guardian_may_repeat:
-        old = "the guardian protects one player (not the same one two nights in a row)"
-        assert old in text
-        text = text.replace(old, "the guardian protects one player (any living player)")
-    if cfg.wolf_victim == "last_wolf":
-        old = "Each night the werewolves pick a victim;"
-        assert old in text
-        text = text.replace(
-            old,
-            "Each night the werewolves pick a victim (each wolf in seat order names one; the "
-            "last wolf's choice counts);",
-        )
-    return text
 
 
 __all__ = ["LSPO_ROLES", "PAPER_ROLES", "ROLE_TEAM", "XU_ROLES", "Werewolf", "WerewolfConfig"]

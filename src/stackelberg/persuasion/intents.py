@@ -19,7 +19,13 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from stackelberg.agents.prompting import PromptSpec, clean_speech, fitted_messages, identity
+from stackelberg.agents.prompting import (
+    PromptSpec,
+    clean_speech,
+    fitted_messages,
+    identity,
+    rules_text,
+)
 from stackelberg.llm import GenerateRequest
 from stackelberg.persuasion.context import InstanceView
 from stackelberg.settings import Settings
@@ -74,7 +80,7 @@ def _system(view: InstanceView, full_information: bool) -> str:
         who = f"Everyone's secret roles: {view.role_list()}."
     else:
         who = identity(game, view.speaker)
-    return f"{game.rules_text}\n\n{who}"
+    return f"{rules_text(game)}\n\n{who}"
 
 
 def _role(view: InstanceView) -> str:

@@ -1,18 +1,17 @@
-"""Fast rule-of-thumb agents for every role, one module per game; no LLM."""
+"""Fast rule-of-thumb agents for every role, one module per game named after it; no LLM.
+
+Each game's module names its agent class ``AGENT``, so that the registry of games
+(``stackelberg.games``) is the only list of games.
+"""
 
 from __future__ import annotations
 
 import importlib
 
 from stackelberg.agents.base import Agent
-
-SCRIPTED: dict[str, str] = {
-    "werewolf": "stackelberg.agents.scripted.werewolf:WerewolfScripted",
-    "avalon": "stackelberg.agents.scripted.avalon:AvalonScripted",
-    "onuw": "stackelberg.agents.scripted.onuw:ONUWScripted",
-}
+from stackelberg.games import check_game_name
 
 
 def scripted_agent(game: str) -> Agent:
-    module, cls = SCRIPTED[game].split(":")
-    return getattr(importlib.import_module(module), cls)()
+    module = importlib.import_module(f"{__name__}.{check_game_name(game)}")
+    return module.AGENT()

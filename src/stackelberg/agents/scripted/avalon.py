@@ -532,3 +532,7 @@ class AvalonScripted(Agent):
         if kind == "assassinate":
             return self._assassinate(options)
         return options[self.rng.randrange(len(options))]
+
+
+#: the scripted agent of this game (``scripted_agent`` finds it by the module's name)
+AGENT = AvalonScripted

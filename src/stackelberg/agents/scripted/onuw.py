@@ -409,3 +409,7 @@ class ONUWScripted(Agent):
 
 
 __all__ = ["ONUWScripted", "parse_speech"]
+
+
+#: the scripted agent of this game (``scripted_agent`` finds it by the module's name)
+AGENT = ONUWScripted

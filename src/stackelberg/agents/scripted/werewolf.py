@@ -312,3 +312,7 @@ __all__ = [
     "parse_trusts",
     "parse_verdicts",
 ]
+
+
+#: the scripted agent of this game (``scripted_agent`` finds it by the module's name)
+AGENT = WerewolfScripted

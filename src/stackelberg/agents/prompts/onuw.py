@@ -1,0 +1,50 @@
+"""The rules of One Night Ultimate Werewolf as LLM players read them (docs/games.md: in full)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: the rules at the default options
+RULES = (
+    "One Night Ultimate Werewolf. Each player gets a secret card; the rest lie face down in "
+    "the centre.\n"
+    "At night, in order: the werewolves see each other (a lone werewolf may look at a centre "
+    "card); the minion sees the werewolves; masons see each other; the seer looks at one "
+    "player's card or two centre cards; the robber swaps cards with a player and sees the "
+    "new card; the troublemaker swaps two other players' cards; the drunk swaps with a "
+    "centre card unseen; the insomniac sees their final card. The doppelganger copies "
+    "another player's card first.\n"
+    "Your team is the card you hold at the END of the night, which may have been moved.\n"
+    "Day: a few rounds of discussion, then everyone votes at once. The most voted player(s) "
+    "die (nobody if no one gets 2+ votes); a dead hunter also kills whom they voted for.\n"
+    "The village wins if a werewolf dies (or, with no werewolf among the players, if nobody "
+    "dies); the werewolves and minion win if a werewolf is among the players and none "
+    "dies; the tanner wins only if he dies, and then the werewolves cannot win."
+)
+#: (option, value, the words of RULES, the words with the option at that value)
+RULE_CHANGES: tuple[tuple[str, Any, str, str], ...] = (
+    (
+        "deal_werewolf_to_player",
+        True,
+        "Each player gets a secret card;",
+        "Each player gets a secret card (at least one player is dealt a werewolf);",
+    ),
+    (
+        "lone_wolf_peek",
+        False,
+        "(a lone werewolf may look at a centre card)",
+        "(a lone werewolf learns it is alone)",
+    ),
+    (
+        "speaking_order",
+        "shuffled_once",
+        "Day: a few rounds of discussion,",
+        "Day: a few rounds of discussion (one speaking order, drawn at random, for every round),",
+    ),
+    (
+        "no_werewolf_result",
+        "draw",
+        "(or, with no werewolf among the players, if nobody dies)",
+        "(with no werewolf among the players the village cannot win: nobody dying is a draw)",
+    ),
+)
