@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{args.stage} runs once for all games; give no game")
         return run_cli(args.stage, "all")
     if not args.game:
-        parser.error(f"{args.stage} runs per game; give one of: {", ".join(GAME_NAMES)}")
+        parser.error(f"{args.stage} runs per game; give one of: {', '.join(GAME_NAMES)}")
     return run_cli(args.stage, args.game)
 
 
