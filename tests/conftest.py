@@ -1,3 +1,5 @@
+"""Shared fixtures, and the rule of the `slow` marker: a test that loads the model is slow."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,3 +13,15 @@ def local_llm():
     llm = make_llm(backend="local", cache="off")
     yield llm
     llm.close()
+
+
+#: fixtures that load the embedded model's weights: a test using one is slow, marked or not
+MODEL_FIXTURES = frozenset({"local_llm"})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """Keep the fast lane (`pytest -m "not slow"`) free of model loading by rule, not by care."""
+    for item in items:
+        if MODEL_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
