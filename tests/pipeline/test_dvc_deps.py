@@ -89,6 +89,6 @@ def test_every_module_a_stage_runs_is_one_of_its_deps(stage):
 
 def test_the_import_walk_follows_submodules_and_relative_imports():
     code = code_of("stages.evaluate")
-    assert "src/stackelberg/llm/local.py" in code  # through stackelberg.llm's __init__
+    assert "src/stackelberg/llm/local/__init__.py" in code  # through stackelberg.llm's __init__
     assert "src/stackelberg/evaluation/tournament.py" in code
     assert not any(p.startswith("tests/") for p in code)
