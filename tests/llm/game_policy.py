@@ -46,9 +46,7 @@ def choice_answer(system: str | None, messages: list[dict]) -> str:
 
 
 def label_answer(text: str) -> str:
-    follower = re.search(r"(Player \d+) speaks next", text)
     speaker = re.search(r"(Player \d+) \(secretly", text)
-    f = follower.group(1) if follower else "the next player"
     s = speaker.group(1) if speaker else "the speaker"
     if "Answer with JSON only" in text:
         k = int(re.search(r"Write (\d+) things", text).group(1))
