@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import KW_ONLY, dataclass, field, fields
 from typing import Any, ClassVar
 
 from stackelberg.llm.cache import ResponseCache, cache_key
@@ -48,9 +48,13 @@ class SamplingParams:
 
 @dataclass(frozen=True)
 class GenerateRequest(SamplingParams):
-    """Sample ``n`` completions of ``prompt``; the result is a list of ``n`` strings."""
+    """Sample ``n`` completions of ``prompt``; the result is a list of ``n`` strings.
+
+    Only ``prompt`` is positional; the rest, sampling settings included, go by keyword.
+    """
 
     prompt: Prompt
+    _: KW_ONLY
     n: int = 1
     seed: int = 0
 
