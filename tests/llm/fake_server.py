@@ -2,7 +2,8 @@
 
 Tokens are characters (id = code point, BOS = 1), and the log-probability of token t after
 token p is a fixed function, so tests know every expected value. Faults can be queued per
-path ("429", "500", "529", "hang", "badjson", "401", "400ctx") or attached to prompts that
+path ("429", "429long" (an hour's Retry-After), "500", "529", "hang", "badjson", "401",
+"409", "400ctx") or attached to prompts that
 contain a marker string (a fault that never clears).
 
 By default chat answers echo the prompt; ``answer`` replaces them with a function of the
@@ -21,6 +22,22 @@ from typing import Any
 BOS = 1
 MODEL = "fake-model"
 CONTEXT = 4096
+
+
+def check_retry_after_within_bound(llm: Any, server: FakeServer, path: str, log: str) -> None:
+    """A backend waits the Retry-After a 429 asks for, and gives up at once (one line) when
+    the next asks for more than the retry policy's total bound (``retry_max_total_s=5``)."""
+    from stackelberg.llm import RetriesExhaustedError
+
+    server.faults[path] = ["429", "429long"]
+    try:
+        llm.generate(["x"])
+    except RetriesExhaustedError as err:
+        assert "gave up after 2 attempts" in str(err) and "\n" not in str(err)
+    else:
+        raise AssertionError("a Retry-After past the total bound was waited for")
+    assert server.count(path) == 2
+    assert "retry 1 in 0.10s" in log()
 
 
 def fake_logprob(prev: int, tok: int) -> float:
@@ -130,8 +147,11 @@ class FakeServer:
                     return False
                 if fault == "badjson":
                     self.send(200, b'{"choices": [ this is not json')
-                elif fault == "429":
-                    self.send(429, {"error": {"message": "slow down"}}, {"retry-after": "0.1"})
+                elif fault in ("429", "429long"):
+                    wait = "3600" if fault == "429long" else "0.1"
+                    self.send(429, {"error": {"message": "slow down"}}, {"retry-after": wait})
+                elif fault == "409":  # the Anthropic SDK would retry it; we do not
+                    self.send(409, {"error": {"type": "conflict_error", "message": "conflict"}})
                 elif fault in ("500", "529"):
                     self.send(int(fault), {"error": {"type": "api_error", "message": "boom"}})
                 elif fault == "401":

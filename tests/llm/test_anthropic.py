@@ -6,6 +6,7 @@ import pytest
 
 from stackelberg.llm import (
     AuthError,
+    BadRequestError,
     ContextLengthError,
     MissingAPIKeyError,
     ModelNotFoundError,
@@ -14,7 +15,7 @@ from stackelberg.llm import (
     make_llm,
 )
 
-from .fake_server import MODEL, FakeServer
+from .fake_server import MODEL, FakeServer, check_retry_after_within_bound
 
 
 @pytest.fixture
@@ -67,12 +68,23 @@ def test_persistent_fault_gives_up(server, tmp_path, monkeypatch):
     assert server.count("/v1/messages") == 2
 
 
-@pytest.mark.parametrize("fault, error", [("401", AuthError), ("400ctx", ContextLengthError)])
+@pytest.mark.parametrize(
+    "fault, error",
+    [("401", AuthError), ("400ctx", ContextLengthError), ("409", BadRequestError)],
+)
 def test_user_errors_are_not_retried(server, tmp_path, monkeypatch, fault, error):
     server.faults["/v1/messages"] = [fault]
-    with pytest.raises(error):
-        backend(server, tmp_path, monkeypatch).generate(["x"])
+    llm = backend(server, tmp_path, monkeypatch)
+    assert llm.client.max_retries == 0  # the SDK's own retries stay off: one policy decides
+    with pytest.raises(error) as err:
+        llm.generate(["x"])
+    assert "\n" not in str(err.value)
     assert server.count("/v1/messages") == 1
+
+
+def test_retry_after_is_honoured_within_the_total_bound(server, tmp_path, monkeypatch, caplog):
+    llm = backend(server, tmp_path, monkeypatch, retry_max_total_s=5)
+    check_retry_after_within_bound(llm, server, "/v1/messages", lambda: caplog.text)
 
 
 def test_unknown_model(server, tmp_path, monkeypatch):

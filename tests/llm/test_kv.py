@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from stackelberg.llm.kv import GrowingLayer, PrefixStore, block_hashes
+from stackelberg.llm.local import PrefixStore, block_hashes, pad_groups
+from stackelberg.llm.local.hf_internals import GrowingLayer
 
 
 def kv(batch: int, n: int, fill: float) -> torch.Tensor:
@@ -77,8 +78,6 @@ def test_prefix_store_evicts_least_recently_used_chain_ends_first():
 
 
 def test_pad_groups_cut_where_padding_would_exceed_the_slack():
-    from stackelberg.llm.local import pad_groups
-
     assert pad_groups([]) == []
     assert pad_groups([10, 10, 11, 12]) == [(0, 4)]  # 48 padded for 43 real
     assert pad_groups([5, 6, 40, 41, 200]) == [(0, 2), (2, 4), (4, 5)]
@@ -96,7 +95,7 @@ def test_pad_groups_cut_where_padding_would_exceed_the_slack():
 
 
 def _plain_last_states(llm, rows):
-    return torch.stack([llm._forward(torch.tensor([ids]), None)[0][0, -1] for ids in rows])
+    return torch.stack([llm.net.forward(torch.tensor([ids]), None)[0][0, -1] for ids in rows])
 
 
 @pytest.mark.slow
@@ -111,8 +110,8 @@ def test_prefill_with_stored_prefixes_matches_plain_forwards(local_llm, warm):
     try:
         with torch.inference_mode():
             if warm:  # blocks stored by an earlier call
-                local_llm._prefill([base[:100]])
-            last, cache, mask, order = local_llm._prefill(rows, spare=4)
+                local_llm.prefiller.prefill([base[:100]])
+            last, cache, mask, order = local_llm.prefiller.prefill(rows, spare=4)
             plain = _plain_last_states(local_llm, [rows[i] for i in order])
         assert sorted(order) == list(range(len(rows)))
         assert not torch.isnan(last).any()

@@ -6,6 +6,7 @@ import pytest
 
 from stackelberg.llm import (
     AuthError,
+    BadRequestError,
     ContextLengthError,
     GenerateRequest,
     LLMError,
@@ -16,7 +17,15 @@ from stackelberg.llm import (
     make_llm,
 )
 
-from .fake_server import BOS, MODEL, FakeServer, fake_logprob, render, tokenize
+from .fake_server import (
+    BOS,
+    MODEL,
+    FakeServer,
+    check_retry_after_within_bound,
+    fake_logprob,
+    render,
+    tokenize,
+)
 
 
 @pytest.fixture
@@ -147,13 +156,18 @@ def test_failed_batch_keeps_the_rest_in_cache(server, tmp_path):
 
 @pytest.mark.parametrize(
     "fault, error",
-    [("401", AuthError), ("400ctx", ContextLengthError)],
+    [("401", AuthError), ("400ctx", ContextLengthError), ("409", BadRequestError)],
 )
 def test_user_errors_are_not_retried(server, tmp_path, fault, error):
     server.faults["/v1/completions"] = [fault]
     with pytest.raises(error):
         backend(server, tmp_path).generate(["x"])
     assert server.count("/v1/completions") == 1
+
+
+def test_retry_after_is_honoured_within_the_total_bound(server, tmp_path, caplog):
+    llm = backend(server, tmp_path, retry_max_total_s=5)
+    check_retry_after_within_bound(llm, server, "/v1/completions", lambda: caplog.text)
 
 
 def test_unknown_model_is_a_clear_error(server, tmp_path):

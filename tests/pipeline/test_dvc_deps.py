@@ -110,7 +110,7 @@ def test_a_stage_imports_neither_the_orchestration_nor_another_stage(stage):
 
 def test_the_import_walk_follows_submodules_and_relative_imports():
     code = code_of("stages.evaluate")
-    assert "src/stackelberg/llm/local.py" in code  # through stackelberg.llm's __init__
+    assert "src/stackelberg/llm/local/__init__.py" in code  # through stackelberg.llm's __init__
     assert "src/stackelberg/evaluation/tournament.py" in code
     assert not any(p.startswith("tests/") for p in code)
     assert "src/stackelberg/agents/prompts/onuw.py" in code_of("stages.label")  # by name

@@ -315,3 +315,18 @@ def test_a_stop_ends_completions_like_end_of_sequence(embedded_base, tmp_path):
         "ended_rate": 1.0,
         "parse_rate": 1.0,
     }
+
+
+def test_a_trl_without_the_wrapped_steps_fails_with_one_line():
+    from trl import GRPOTrainer
+
+    from stackelberg.training.trl_internals import UnsupportedTRLError, check_trl
+
+    check_trl()  # the installed TRL has them
+
+    class Renamed(GRPOTrainer):
+        _calculate_rewards = None
+
+    with pytest.raises(UnsupportedTRLError, match="has no _calculate_rewards") as err:
+        check_trl(Renamed)
+    assert "\n" not in str(err.value)

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import KW_ONLY, dataclass, field, fields
 from typing import Any, ClassVar
 
 from stackelberg.llm.cache import ResponseCache, cache_key
@@ -30,31 +30,38 @@ Message = dict[str, str]
 Prompt = str | list[Message]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SamplingParams:
-    """How one request samples; a batched call may mix requests with different settings."""
+    """How one request samples; a batched call may mix requests with different settings.
+
+    Keyword-only, so that ``GenerateRequest`` can add its positional ``prompt`` first.
+    """
 
     temperature: float = 0.7
     top_p: float = 0.9
     max_new_tokens: int = 64
     stop: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "stop", tuple(self.stop))  # a list or one string is accepted
+
 
 @dataclass(frozen=True)
-class GenerateRequest:
-    """Sample ``n`` completions of ``prompt``; the result is a list of ``n`` strings."""
+class GenerateRequest(SamplingParams):
+    """Sample ``n`` completions of ``prompt``; the result is a list of ``n`` strings.
+
+    Only ``prompt`` is positional; the rest, sampling settings included, go by keyword.
+    """
 
     prompt: Prompt
+    _: KW_ONLY
     n: int = 1
-    temperature: float = 0.7
-    top_p: float = 0.9
-    max_new_tokens: int = 64
-    stop: tuple[str, ...] = ()
     seed: int = 0
 
     @property
     def sampling(self) -> SamplingParams:
-        return SamplingParams(self.temperature, self.top_p, self.max_new_tokens, tuple(self.stop))
+        """The request's sampling settings alone."""
+        return SamplingParams(**{f.name: getattr(self, f.name) for f in fields(SamplingParams)})
 
 
 @dataclass(frozen=True)
@@ -165,6 +172,22 @@ class Backend(ABC):
     def _key(self, kind: str, **payload: Any) -> str:
         return cache_key({"backend": self.name, "model": self.model, "kind": kind, **payload})
 
+    def _cached_or_computed(
+        self, keys: list[str], compute: Callable[[list[int]], Iterable[tuple[int, Any]]]
+    ) -> list[Any]:
+        """The cached answer of each key; ``compute(missing)`` yields ``(index, answer)`` for
+        (at least) the missing indices, and each answer is stored as it comes (the cached
+        answer stays cached; a fresh one still wins in the result)."""
+        found = self.cache.get_many(keys) if self.cache is not None else {}
+        out = [found.get(k) for k in keys]
+        missing = [i for i, v in enumerate(out) if v is None]
+        if missing:
+            for i, answer in compute(missing):
+                if out[i] is None and self.cache is not None:
+                    self.cache.put(keys[i], answer)
+                out[i] = answer
+        return out
+
     def generate(
         self,
         prompts: Sequence[Prompt],
@@ -179,7 +202,9 @@ class Backend(ABC):
         seeds = [seed] * len(prompts) if isinstance(seed, int) else list(seed)
         if len(seeds) != len(prompts):
             raise ValueError(f"generate: {len(seeds)} seeds for {len(prompts)} prompts")
-        params = SamplingParams(temperature, top_p, max_new_tokens, tuple(stop))
+        params = SamplingParams(
+            temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, stop=stop
+        )
         return self._generate_cached(
             list(prompts), [n] * len(prompts), seeds, [params] * len(seeds)
         )
@@ -204,22 +229,17 @@ class Backend(ABC):
             )
             for p, n, s, x in zip(prompts, ns, seeds, params, strict=True)
         ]
-        found = self.cache.get_many(keys) if self.cache is not None else {}
-        results: list[list[str] | None] = [found.get(k) for k in keys]
-        todo = [i for i, r in enumerate(results) if r is None]
-        if todo:
+
+        def compute(todo: list[int]) -> Iterator[tuple[int, list[str]]]:
             outputs = self._generate(
                 [prompts[i] for i in todo],
                 [ns[i] for i in todo],
                 [seeds[i] for i in todo],
                 [params[i] for i in todo],
             )
-            for j, samples in outputs:
-                i = todo[j]
-                results[i] = samples
-                if self.cache is not None:
-                    self.cache.put(keys[i], samples)
-        return results  # type: ignore[return-value]
+            return ((todo[j], samples) for j, samples in outputs)
+
+        return self._cached_or_computed(keys, compute)
 
     def _score_cached(
         self, prefixes: list[Prompt], continuations: list[list[str]]
@@ -227,27 +247,22 @@ class Backend(ABC):
         """``_score_many`` for what the cache lacks (keys as ``score`` makes them)."""
         for p in prefixes:
             _check_messages(p)
-        keys = [
-            [self._key("score", pieces=[p, c]) for c in cs]
-            for p, cs in zip(prefixes, continuations, strict=True)
-        ]
-        found = (
-            self.cache.get_many(k for row in keys for k in row) if self.cache is not None else {}
-        )
-        out = [[found.get(k) for k in row] for row in keys]
-        todo = [i for i, row in enumerate(out) if any(v is None for v in row)]
-        todo_conts = [
-            [c for c, v in zip(continuations[i], out[i], strict=True) if v is None] for i in todo
-        ]
-        if todo:
-            scored = self._score_many([prefixes[i] for i in todo], todo_conts)
-            for i, cs, row in zip(todo, todo_conts, scored, strict=True):
-                for c, logprobs in zip(cs, row, strict=True):
-                    k = continuations[i].index(c)
-                    out[i][k] = logprobs
-                    if self.cache is not None:
-                        self.cache.put(keys[i][k], logprobs)
-        return out  # type: ignore[return-value]
+        pairs = [(i, k) for i, cs in enumerate(continuations) for k in range(len(cs))]
+        keys = [self._key("score", pieces=[prefixes[i], continuations[i][k]]) for i, k in pairs]
+
+        def compute(todo: list[int]) -> Iterator[tuple[int, list[float]]]:
+            by_prefix: dict[int, list[int]] = {}  # prefix -> its missing pairs
+            for f in todo:
+                by_prefix.setdefault(pairs[f][0], []).append(f)
+            scored = self._score_many(
+                [prefixes[i] for i in by_prefix],
+                [[continuations[i][pairs[f][1]] for f in fs] for i, fs in by_prefix.items()],
+            )
+            for fs, row in zip(by_prefix.values(), scored, strict=True):
+                yield from zip(fs, row, strict=True)
+
+        flat = iter(self._cached_or_computed(keys, compute))
+        return [[next(flat) for _ in cs] for cs in continuations]
 
     def score(self, prefix: Prompt, continuations: Sequence[str]) -> list[list[float]]:
         """Per-token log-probabilities of each continuation after one shared prefix."""
@@ -268,32 +283,25 @@ class Backend(ABC):
         """
         _check_messages(context)
         candidates, responses = list(candidates), list(responses)
+        width = len(responses)  # pair (c, r) is flat index c * width + r
         keys = [
-            [
-                self._key(
-                    "score",
-                    pieces=[context, *(p for p in (cand, joiner) if p), resp],
-                )
-                for resp in responses
-            ]
+            self._key("score", pieces=[context, *(p for p in (cand, joiner) if p), resp])
             for cand in candidates
+            for resp in responses
         ]
-        found = (
-            self.cache.get_many(k for row in keys for k in row) if self.cache is not None else {}
-        )
-        out = [[found.get(k) for k in row] for row in keys]
-        todo_c = [c for c, row in enumerate(out) if any(v is None for v in row)]
-        todo_r = sorted({r for c in todo_c for r, v in enumerate(out[c]) if v is None})
-        if todo_c:
+
+        def compute(todo: list[int]) -> Iterator[tuple[int, list[float]]]:
+            # Every missing response after every candidate that misses one (a superset).
+            todo_c = sorted({f // width for f in todo})
+            todo_r = sorted({f % width for f in todo})
             pairs = self._score_nested(
                 context, [candidates[c] for c in todo_c], [responses[r] for r in todo_r], joiner
             )
             for ci, ri, logprobs in pairs:
-                c, r = todo_c[ci], todo_r[ri]
-                if out[c][r] is None and self.cache is not None:
-                    self.cache.put(keys[c][r], logprobs)
-                out[c][r] = logprobs
-        return out  # type: ignore[return-value]
+                yield todo_c[ci] * width + todo_r[ri], logprobs
+
+        flat = self._cached_or_computed(keys, compute)
+        return [flat[c * width : (c + 1) * width] for c in range(len(candidates))]
 
     def run_batch(self, requests: Sequence[Request]) -> list[Any]:
         """Answer a mixed list of requests, in order, batching what can share a call.

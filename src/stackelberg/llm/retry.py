@@ -3,6 +3,10 @@
 Backends turn each failure into an ``LLMError``; only ``TransientError`` (429, 5xx, timeouts,
 connection errors, malformed bodies) is retried. A server's retry-after is honoured. User
 mistakes (missing key, unknown model, bad request, prompt too long) fail at once.
+
+Why not the clients' own retries: httpx retries no HTTP statuses, and the anthropic SDK waits
+whatever Retry-After a server sends (even an hour), has no bound on the total time and retries
+409s; one policy for every backend keeps the same rules everywhere.
 """
 
 from __future__ import annotations

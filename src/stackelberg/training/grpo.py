@@ -371,9 +371,9 @@ def train_refiner(
     if not cuda:
         # Load-aware thread count, as for inference: two threads on two busy cores run
         # generation 10-30x slower than one.
-        from stackelberg.llm.local import _set_threads
+        from stackelberg.llm.local import set_threads
 
-        _set_threads(None)
+        set_threads(None)
 
     from datasets import Dataset
     from peft import LoraConfig

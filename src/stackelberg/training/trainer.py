@@ -1,23 +1,23 @@
 """TRL's GRPOTrainer with per-step wall times of generation and reward, and a step callback.
 
 Kept apart from ``grpo.py`` because importing TRL takes seconds: ``grpo.py`` imports this
-module only when it trains.
+module only when it trains. What touches TRL's private API is in ``trl_internals``.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from transformers import TrainerCallback
-from trl import GRPOTrainer
+
+from stackelberg.training.trl_internals import HookedGRPOTrainer
 
 # Keys of the Trainer's end-of-training summary log; that log is not a step.
 _SUMMARY_KEYS = frozenset({"train_runtime", "train_samples_per_second", "train_steps_per_second"})
 
 
-class TimedGRPOTrainer(GRPOTrainer):
+class TimedGRPOTrainer(HookedGRPOTrainer):
     """GRPOTrainer that logs ``generation_s`` and ``reward_s`` with every step's metrics.
 
     Generation and the reward (a Measurer LLM in this project) dominate a GRPO step, and
@@ -33,33 +33,15 @@ class TimedGRPOTrainer(GRPOTrainer):
         self.reward_s_total = 0.0
         super().__init__(*args, **kwargs)
         if stop_token_ids:
-            self.eos_token_ids = list(dict.fromkeys([*self.eos_token_ids, *stop_token_ids]))
-            if getattr(self, "generation_kwargs", None) is not None:  # transformers generate
-                self.generation_kwargs["eos_token_id"] = self.eos_token_ids
-                self.generation_config.eos_token_id = self.eos_token_ids
+            self.add_eos_token_ids(stop_token_ids)
 
-    def _record(self, name: str, seconds: float) -> None:
-        mode = "train" if self.model.training else "eval"
-        self._metrics[mode][name].append(seconds)
-        if mode == "train":
+    def on_step_time(self, name: str, seconds: float) -> None:
+        self.record_metric(name, seconds)
+        if self.model.training:
             if name == "generation_s":
                 self.generation_s_total += seconds
             else:
                 self.reward_s_total += seconds
-
-    def _generate(self, prompts: list) -> Any:
-        start = time.perf_counter()
-        try:
-            return super()._generate(prompts)
-        finally:
-            self._record("generation_s", time.perf_counter() - start)
-
-    def _calculate_rewards(self, inputs: Any, prompts: Any, completions: Any, ids: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return super()._calculate_rewards(inputs, prompts, completions, ids)
-        finally:
-            self._record("reward_s", time.perf_counter() - start)
 
 
 class StepLog(TrainerCallback):

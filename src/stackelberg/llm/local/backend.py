@@ -1,0 +1,166 @@
+"""``LocalBackend``: the Backend interface over a model in this process (text <-> token ids).
+
+It turns prompts into token ids, checks them against the context window and hands the ids to
+the decode and scoring modules; the prefix store lives as long as the backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import torch
+
+from stackelberg.llm.base import Backend, Message, Prompt, SamplingParams, plain_chat
+from stackelberg.llm.cache import ResponseCache
+from stackelberg.llm.embedded import EMBEDDED_NAME, GGUF_FILE, ensure_checkpoint
+from stackelberg.llm.errors import ContextLengthError
+from stackelberg.llm.local import decode, scoring
+from stackelberg.llm.local.hf_internals import allow_grouped_kv_attention
+from stackelberg.llm.local.loading import adapter_digest, load_model
+from stackelberg.llm.local.model import LocalModel
+from stackelberg.llm.local.prefill import Prefiller, PrefixStore
+from stackelberg.llm.local.threads import set_threads
+
+
+class LocalBackend(Backend):
+    """A causal LM loaded with transformers; ``model="embedded"`` is the built-in SmolLM2."""
+
+    name = "local"
+
+    def __init__(
+        self,
+        model: str = EMBEDDED_NAME,
+        device: str = "auto",
+        dtype: str = "auto",
+        batch_size: int = 32,
+        context_window: int | None = None,
+        cache: ResponseCache | None = None,
+        threads: int | None = None,
+        adapter: str | None = None,
+        prefix_cache_mb: int = 4096,
+    ) -> None:
+        path = str(ensure_checkpoint()) if model == EMBEDDED_NAME else model
+        # The cache key names the embedded file, so a new embedded model invalidates old answers;
+        # with a LoRA adapter it also names the adapter's weights, so each training run is its own.
+        name = f"embedded:{GGUF_FILE}" if model == EMBEDDED_NAME else model
+        if adapter:
+            name += f"+lora:{adapter_digest(adapter)}"
+        if dtype == "int8":
+            name += "+int8"  # its answers are its own in the response cache
+        super().__init__(name, cache)
+        self.device = torch.device(
+            ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+        )
+        if self.device.type == "cpu":
+            set_threads(threads)
+            allow_grouped_kv_attention()
+        self.tokenizer, self.lm = load_model(path, model, dtype, self.device, adapter)
+        self.net = LocalModel(self.tokenizer, self.lm, self.device)
+        self.batch_size = batch_size
+        self.prefix_store = PrefixStore(prefix_cache_mb * 2**20)
+        self.prefiller = Prefiller(self.net, self.prefix_store)
+        self._context_window = context_window or int(
+            getattr(self.lm.config, "max_position_embeddings", 2048)
+        )
+
+    # ---- text and tokens ------------------------------------------------------------------
+
+    @property
+    def context_window(self) -> int:
+        return self._context_window
+
+    def render_chat(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
+        if not self.tokenizer.chat_template:
+            return plain_chat(messages, add_generation_prompt)
+        return self.tokenizer.apply_chat_template(
+            list(messages), tokenize=False, add_generation_prompt=add_generation_prompt
+        )
+
+    def encode(self, text: str, first: bool = True) -> list[int]:
+        """Token ids of one piece; only the first piece gets special tokens (BOS), once."""
+        bos = self.tokenizer.bos_token
+        special = first and not (bos and text.startswith(bos))
+        return self.tokenizer(text, add_special_tokens=special)["input_ids"]
+
+    def prompt_ids(self, prompt: Prompt) -> list[int]:
+        text = prompt if isinstance(prompt, str) else self.render_chat(prompt)
+        return self.encode(text, first=True)
+
+    def count_tokens(self, text: Prompt) -> int:
+        return len(self.prompt_ids(text))
+
+    def _check_length(self, n_tokens: int, what: str) -> None:
+        if n_tokens > self.context_window:
+            raise ContextLengthError(
+                f"local backend: {what} needs {n_tokens} tokens but {self.model} has a context "
+                f"window of {self.context_window}; shorten the prompt (see llm.fit_history)"
+            )
+
+    def clear_prefix_cache(self) -> None:
+        self.prefix_store.clear()
+
+    # ---- generation ---------------------------------------------------------------------------
+
+    @torch.inference_mode()
+    def _generate(
+        self,
+        prompts: list[Prompt],
+        ns: list[int],
+        seeds: list[int],
+        params: list[SamplingParams],
+    ) -> Iterator[tuple[int, list[str]]]:
+        ids = [self.prompt_ids(p) for p in prompts]
+        for i, x in zip(ids, params, strict=True):
+            self._check_length(len(i) + x.max_new_tokens, "prompt + max_new_tokens")
+        yield from decode.generate(self.prefiller, ids, ns, seeds, params, self.batch_size)
+
+    # ---- scoring --------------------------------------------------------------------------------
+
+    def _piece_ids(
+        self, context: Prompt, candidates: list[str], responses: list[str], joiner: str
+    ) -> tuple[list[int], list[list[int]], list[list[int]]]:
+        ctx = self.prompt_ids(context)
+        join = self.encode(joiner, first=False) if joiner else []
+        cands = [(self.encode(c, first=False) if c else []) + join for c in candidates]
+        resps = [self.encode(r, first=False) if r else [] for r in responses]
+        if not ctx:
+            raise ValueError(
+                "score: the context is empty and the tokenizer adds no BOS token, so the first "
+                "token has nothing to be predicted from; give a non-empty prefix"
+            )
+        longest = len(ctx) + max(map(len, cands), default=0) + max(map(len, resps), default=0)
+        self._check_length(longest, "scoring context + candidate + response")
+        return ctx, cands, resps
+
+    @torch.inference_mode()
+    def _score_nested(
+        self, context: Prompt, candidates: list[str], responses: list[str], joiner: str
+    ) -> Iterator[tuple[int, int, list[float]]]:
+        ctx, cands, resps = self._piece_ids(context, candidates, responses, joiner)
+        yield from scoring.score_nested(self.prefiller, ctx, cands, resps)
+
+    @torch.inference_mode()
+    def _score_many(
+        self, prefixes: list[Prompt], continuations: list[list[str]]
+    ) -> list[list[list[float]]]:
+        ctx = [self.prompt_ids(p) for p in prefixes]
+        conts = [[self.encode(c, first=False) if c else [] for c in cs] for cs in continuations]
+        for i, cs in zip(ctx, conts, strict=True):
+            if not i:
+                raise ValueError(
+                    "score: a prefix is empty and the tokenizer adds no BOS token, so the "
+                    "first token has nothing to be predicted from; give a non-empty prefix"
+                )
+            self._check_length(len(i) + max(map(len, cs), default=0), "prefix + continuation")
+        return scoring.score_many(self.prefiller, ctx, conts, self.batch_size)
+
+    @torch.inference_mode()
+    def score_nested_naive(
+        self, context: Prompt, candidates: Sequence[str], responses: Sequence[str], joiner: str = ""
+    ) -> list[list[list[float]]]:
+        """The reference: one plain full forward per (candidate, response), batch size 1.
+
+        Same tokenisation as the fast path; used by the tests and ``bench/scoring.py``.
+        """
+        ctx, cands, resps = self._piece_ids(context, list(candidates), list(responses), joiner)
+        return scoring.score_nested_naive(self.net, ctx, cands, resps)

@@ -1,0 +1,193 @@
+"""Log-probabilities of continuations, computing every shared start once.
+
+Nested scoring (one context, candidates, the same responses after each) computes the context
+once, then one forward per candidate that packs the candidate and all its responses into one
+row, as a tree: a custom attention mask lets each response see the context, the candidate and
+itself, not its siblings. So the context is computed once, each candidate once, each response
+once per candidate; nothing is padded and the context cache is never copied per row. Many
+prefixes with their own continuations are prefilled side by side and their continuations
+packed after them as branches. Logits are computed only at positions that predict a scored
+token. Inputs are token ids: the backend tokenizes and checks lengths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+
+from stackelberg.llm.local.hf_internals import cut_cache
+from stackelberg.llm.local.model import LocalModel
+from stackelberg.llm.local.prefill import Prefiller
+
+#: Most tokens packed into one scoring forward (its mask is tokens x (prefix + tokens)).
+PACK_TOKENS = 2048
+
+
+def tree_forward(
+    model: LocalModel,
+    cache: object,
+    prefix_len: int,
+    segments: list[list[int]],
+    parents: list[int | None],
+) -> torch.Tensor:
+    """Run a tree of continuations of one cached prefix as ONE packed row; return its states.
+
+    Segment ``i`` attends to the whole prefix, to its ancestors (``parents[i]``, which come
+    earlier in the list) and causally to itself, never to its siblings; its positions
+    continue from its parent's end. The result equals one plain forward per root-to-leaf
+    path, without copying the prefix cache per path. The cache is cut back to the prefix
+    afterwards, so it can serve the next tree.
+    """
+    lengths = [len(s) for s in segments]
+    offsets = [sum(lengths[:i]) for i in range(len(segments))]
+    q = sum(lengths)
+    allowed = torch.zeros((q, prefix_len + q), dtype=torch.bool)
+    allowed[:, :prefix_len] = True
+    starts: list[int] = []  # position of each segment's first token
+    pieces = []
+    for i, n in enumerate(lengths):
+        a, parent = prefix_len + offsets[i], parents[i]
+        rows = slice(offsets[i], offsets[i] + n)
+        allowed[rows, a : a + n] = torch.ones((n, n), dtype=torch.bool).tril()
+        while parent is not None:
+            pa = prefix_len + offsets[parent]
+            allowed[rows, pa : pa + lengths[parent]] = True
+            parent = parents[parent]
+        parent = parents[i]
+        starts.append(prefix_len if parent is None else starts[parent] + lengths[parent])
+        pieces.append(starts[i] + torch.arange(n))
+    mask = model.additive_mask(allowed)
+    ids = torch.tensor([[t for s in segments for t in s]], dtype=torch.long)
+    hidden, cache = model.forward(
+        ids, cache, mask[None, None].to(model.device), torch.cat(pieces)[None].to(model.device)
+    )
+    cut_cache(cache, prefix_len)
+    return hidden[0]
+
+
+def score_nested(
+    prefiller: Prefiller, ctx: list[int], cands: list[list[int]], resps: list[list[int]]
+) -> Iterator[tuple[int, int, list[float]]]:
+    """Yield ``(candidate, response, logprobs)`` of every response after context + candidate
+    (the candidates' ids already end with the joiner's)."""
+    model = prefiller.model
+    last, cache, _, _ = prefiller.prefill([ctx], spare=PACK_TOKENS)
+    ctx_last = last[0]
+    todo = [r for r in range(len(resps)) if resps[r]]
+    for c, cand in enumerate(cands):
+        for r in range(len(resps)):
+            if not resps[r]:
+                yield c, r, []
+        # One packed forward per candidate: the candidate, then its responses as branches.
+        for part in _chunks(todo, [len(x) for x in resps], PACK_TOKENS - len(cand)):
+            segments = ([cand] if cand else []) + [resps[r] for r in part]
+            parents = [None] + [0] * len(part) if cand else [None] * len(part)
+            states = tree_forward(model, cache, len(ctx), segments, parents)
+            before = states[len(cand) - 1] if cand else ctx_last
+            start, preds = len(cand), []
+            for r in part:  # token k of a response is predicted by the state before it
+                preds += [before[None], states[start : start + len(resps[r]) - 1]]
+                start += len(resps[r])
+            flat = model.logprobs(torch.cat(preds), [t for r in part for t in resps[r]])
+            start = 0
+            for r in part:
+                yield c, r, flat[start : start + len(resps[r])]
+                start += len(resps[r])
+
+
+def score_many(
+    prefiller: Prefiller, ctx: list[list[int]], conts: list[list[list[int]]], batch_size: int
+) -> list[list[list[float]]]:
+    """Many prompts, each with its own continuations, prefilled side by side.
+
+    The prompts reuse stored prefix blocks like generation does (the rules, the same
+    player's previous prompt), then one forward per chunk packs each row's continuations
+    after its prompt as branches that see the prompt and themselves, not each other.
+    """
+    model = prefiller.model
+    out: list[list[list[float]]] = [[[] for _ in cs] for cs in conts]
+    order = sorted(range(len(ctx)), key=lambda i: len(ctx[i]))
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        width = max(sum(map(len, conts[i])) for i in chunk)
+        if width == 0:
+            continue
+        last, cache, mask, rows = prefiller.prefill([ctx[i] for i in chunk], spare=width)
+        chunk = [chunk[k] for k in rows]
+        hidden = branch_forward(model, cache, mask, [conts[i] for i in chunk], width)
+        states, targets, spans = [], [], []
+        for r, i in enumerate(chunk):
+            at = 0
+            for k, toks in enumerate(conts[i]):
+                if toks:  # token t is predicted by the state before it
+                    states += [last[r, None], hidden[r, at : at + len(toks) - 1]]
+                    targets += toks
+                    spans.append((i, k, len(toks)))
+                    at += len(toks)
+        flat = model.logprobs(torch.cat(states), targets)
+        at = 0
+        for i, k, n in spans:
+            out[i][k] = flat[at : at + n]
+            at += n
+    return out
+
+
+def branch_forward(
+    model: LocalModel,
+    cache: object,
+    mask: torch.Tensor,
+    branches: list[list[list[int]]],
+    width: int,
+) -> torch.Tensor:
+    """Hidden states of each row's branches packed after its cached prompt, ``[rows,
+    width]``: a branch sees the row's real prompt tokens and, causally, itself."""
+    n_rows, prompt = mask.shape
+    ids = torch.full((n_rows, width), model.pad_id, dtype=torch.long)
+    positions = mask.sum(-1, keepdim=True).cpu().repeat(1, width)
+    allowed = torch.zeros((n_rows, width, prompt + width), dtype=torch.bool)
+    allowed[:, :, :prompt] = mask.bool().cpu()[:, None, :]
+    for r, row in enumerate(branches):
+        at = 0
+        for toks in row:
+            n = len(toks)
+            ids[r, at : at + n] = torch.tensor(toks, dtype=torch.long)
+            positions[r, at : at + n] += torch.arange(n)
+            causal = torch.ones((n, n), dtype=torch.bool).tril()
+            allowed[r, at : at + n, prompt + at : prompt + at + n] = causal
+            at += n
+    bias = model.additive_mask(allowed)
+    hidden, _ = model.forward(
+        ids, cache, bias[:, None].to(model.device), positions.to(model.device)
+    )
+    return hidden
+
+
+def _chunks(items: list[int], lengths: list[int], budget: int) -> Iterator[list[int]]:
+    """Consecutive groups of items whose lengths sum to at most ``budget`` (at least one)."""
+    group: list[int] = []
+    total = 0
+    for i in items:
+        if group and total + lengths[i] > budget:
+            yield group
+            group, total = [], 0
+        group.append(i)
+        total += lengths[i]
+    if group:
+        yield group
+
+
+def score_nested_naive(
+    model: LocalModel, ctx: list[int], cands: list[list[int]], resps: list[list[int]]
+) -> list[list[list[float]]]:
+    """The reference: one plain full forward per (candidate, response), batch size 1."""
+    out: list[list[list[float]]] = []
+    for cand in cands:
+        row = []
+        for resp in resps:
+            full = ctx + cand + resp
+            hidden, _ = model.forward(torch.tensor([full]), None)
+            start = len(full) - len(resp)
+            row.append(model.logprobs(hidden[0, start - 1 : len(full) - 1], resp))
+        out.append(row)
+    return out

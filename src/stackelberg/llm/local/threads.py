@@ -1,0 +1,71 @@
+"""How many threads CPU inference (and CPU training) may use, judged from /proc.
+
+Torch takes every core by default; on a shared machine that is slower than fewer threads,
+because a parallel region waits on whichever of its threads another process descheduled.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import torch
+
+log = logging.getLogger(__name__)
+
+
+def _busy_elsewhere(window: float = 0.3) -> float:
+    """Cores kept busy by other processes, measured over ``window`` seconds.
+
+    Not the load average: it counts this very process too, so after a minute of our own
+    two-thread work it reads 2 and would leave us one thread. Here our own CPU time
+    (/proc/self/stat) is subtracted from the machine's (/proc/stat).
+    """
+
+    def sample() -> tuple[float, float, float]:
+        with open("/proc/stat") as fh:
+            cpu = [float(x) for x in fh.readline().split()[1:]]
+        with open("/proc/self/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        own = float(fields[11]) + float(fields[12])  # utime + stime, in clock ticks
+        idle = cpu[3] + (cpu[4] if len(cpu) > 4 else 0.0)
+        return sum(cpu), sum(cpu) - idle, own
+
+    try:
+        before = sample()
+        time.sleep(window)
+        after = sample()
+    except (OSError, ValueError, IndexError):  # not Linux: the load average, minus ourselves
+        return max(0.0, os.getloadavg()[0] - 1.0)
+    return busy_cores_elsewhere(before, after, os.cpu_count() or 1)
+
+
+def busy_cores_elsewhere(
+    before: tuple[float, float, float], after: tuple[float, float, float], cores: int
+) -> float:
+    """Cores other processes kept busy between two (total, busy, own) tick samples."""
+    total0, busy0, own0 = before
+    total1, busy1, own1 = after
+    if total1 <= total0:
+        return 0.0
+    return max(0.0, (busy1 - busy0) - (own1 - own0)) / (total1 - total0) * cores
+
+
+def set_threads(threads: int | None) -> None:
+    """Threads for CPU inference: the configured number, else OMP_NUM_THREADS, else free cores.
+
+    "Free" is the cores this process may use minus those other processes keep busy: with two
+    threads on a two-core machine that another process keeps busy, every parallel region
+    waits on a descheduled thread and a forward pass runs ~10x slower than with one thread.
+    """
+    if threads is None and os.environ.get("OMP_NUM_THREADS"):
+        return
+    if threads is None:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            cores = os.cpu_count() or 1
+        threads = min(cores, max(1, round(cores - _busy_elsewhere())))
+    torch.set_num_threads(max(1, threads))
+    log.info("local backend: %d torch threads", torch.get_num_threads())

@@ -1,0 +1,74 @@
+"""The one place that touches TRL's private GRPOTrainer API.
+
+Timing generation apart from the reward needs the trainer's private steps (``_generate``,
+``_calculate_rewards``) and its metrics store (``_metrics``); extra stop tokens need its
+end-of-sequence ids and generation settings. None of these is a stable TRL API, which is why
+pyproject.toml bounds trl to the range the suite runs against, and why importing this module
+checks them first: a TRL without them fails with one line, not deep inside a training step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import trl
+from trl import GRPOTrainer
+
+#: GRPOTrainer's private steps that ``HookedGRPOTrainer`` wraps.
+WRAPPED_STEPS = ("_generate", "_calculate_rewards")
+
+
+class UnsupportedTRLError(ImportError):
+    """The installed TRL lacks a private GRPOTrainer step this project wraps."""
+
+
+def check_trl(trainer_class: type = GRPOTrainer) -> None:
+    """Raise ``UnsupportedTRLError`` (one line) if ``trainer_class`` lacks a wrapped step."""
+    missing = [m for m in WRAPPED_STEPS if not callable(getattr(trainer_class, m, None))]
+    if missing:
+        raise UnsupportedTRLError(
+            f"trl {trl.__version__}: {trainer_class.__name__} has no {', '.join(missing)}, "
+            "which stackelberg.training times; install a trl in the range pyproject.toml names"
+        )
+
+
+check_trl()
+
+
+class HookedGRPOTrainer(GRPOTrainer):
+    """GRPOTrainer with public hooks over its private parts: ``on_step_time`` hears the wall
+    time of each generation and reward step, ``record_metric`` logs with the step's metrics,
+    ``add_eos_token_ids`` ends completions at more tokens."""
+
+    def on_step_time(self, name: str, seconds: float) -> None:
+        """Called with ``generation_s`` or ``reward_s`` after each such step (even a failed one)."""
+
+    def record_metric(self, name: str, value: float) -> None:
+        """Log ``value`` under ``name`` with the current step's metrics (train or eval)."""
+        self._metrics["train" if self.model.training else "eval"][name].append(value)
+
+    def add_eos_token_ids(self, token_ids: Sequence[int]) -> None:
+        """End completions at ``token_ids`` as at end-of-sequence (and mask what follows)."""
+        self.eos_token_ids = list(dict.fromkeys([*self.eos_token_ids, *token_ids]))
+        if getattr(self, "generation_kwargs", None) is not None:  # transformers generate
+            self.generation_kwargs["eos_token_id"] = self.eos_token_ids
+            self.generation_config.eos_token_id = self.eos_token_ids
+
+    @contextmanager
+    def _timed(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.on_step_time(name, time.perf_counter() - start)
+
+    def _generate(self, *args: Any, **kwargs: Any) -> Any:
+        with self._timed("generation_s"):
+            return super()._generate(*args, **kwargs)
+
+    def _calculate_rewards(self, *args: Any, **kwargs: Any) -> Any:
+        with self._timed("reward_s"):
+            return super()._calculate_rewards(*args, **kwargs)
