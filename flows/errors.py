@@ -9,13 +9,21 @@ from stackelberg.datasets import DatasetError
 from stackelberg.games.base import GameError
 from stackelberg.llm import LLMError
 from stackelberg.params import ParamsError
+from stackelberg.training import UnsupportedTRLError
 
 
 class PipelineError(Exception):
     """A bad pipeline request (e.g. an unknown stage name)."""
 
 
-USER_ERRORS = (ParamsError, DatasetError, GameError, LLMError, FileNotFoundError)
+USER_ERRORS = (
+    ParamsError,
+    DatasetError,
+    GameError,
+    LLMError,
+    UnsupportedTRLError,
+    FileNotFoundError,
+)
 
 
 def quiet_prefect() -> None:

@@ -1,8 +1,7 @@
 """Layer 5: training the Refiner with GRPO (TRL + a PEFT LoRA adapter).
 
     from stackelberg.training import GRPOSettings, train_refiner
-    settings = GRPOSettings(**params.grpo.model_dump())
-    result = train_refiner(base, prompts, {"instance_id": ids}, reward_fn, settings, "out/refiner")
+    result = train_refiner(base, prompts, {"instance_id": ids}, reward_fn, params.grpo, "out/refiner")
     result.adapter_dir  # a PEFT adapter: PeftModel.from_pretrained(base_model, result.adapter_dir)
 
 Importing this package does not import torch, transformers or TRL; ``train_refiner`` does.
@@ -14,6 +13,7 @@ from stackelberg.training.grpo import (
     RESERVED_COLUMNS,
     GRPOSettings,
     TrainResult,
+    UnsupportedTRLError,
     completion_texts,
     expected_steps,
     train_refiner,
@@ -24,6 +24,7 @@ __all__ = [
     "RESERVED_COLUMNS",
     "GRPOSettings",
     "TrainResult",
+    "UnsupportedTRLError",
     "completion_texts",
     "expected_steps",
     "train_refiner",

@@ -57,6 +57,10 @@ CLIPPED_RATIO = "completions/clipped_ratio"
 PARSE_RATE = "refiner/parse_rate"
 
 
+class UnsupportedTRLError(ImportError):
+    """The installed TRL lacks a private GRPOTrainer step this project wraps (one line)."""
+
+
 class GRPOSettings(Settings):
     """GRPO settings of one Refiner run: the ``grpo`` section of params.yaml.
 

@@ -17,12 +17,10 @@ from typing import Any
 import trl
 from trl import GRPOTrainer
 
+from stackelberg.training.grpo import UnsupportedTRLError
+
 #: GRPOTrainer's private steps that ``HookedGRPOTrainer`` wraps.
 WRAPPED_STEPS = ("_generate", "_calculate_rewards")
-
-
-class UnsupportedTRLError(ImportError):
-    """The installed TRL lacks a private GRPOTrainer step this project wraps."""
 
 
 def check_trl(trainer_class: type = GRPOTrainer) -> None:
