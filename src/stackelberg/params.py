@@ -328,7 +328,7 @@ def explain(model: type[BaseModel] | None = None, prefix: str = "") -> list[tupl
     for name, field in model.model_fields.items():
         key = f"{prefix}{name}"
         nested = field.annotation if isinstance(field.annotation, type) else None
-        if nested is not None and issubclass(nested, Settings):
+        if nested is not None and issubclass(nested, Settings) and nested is not LLMConfig:
             rows.append((key, "", field.description or ""))
             rows += explain(nested, f"{key}.")
             continue

@@ -16,12 +16,13 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def one_line(err: ValidationError, prefix: str = "") -> str:
-    """A validation error as one line: ``where: what (got value)`` for each problem."""
+def one_line(err: ValidationError, prefix: str = "", root: str = "params") -> str:
+    """A validation error as one line: ``where: what (got value)`` for each problem
+    (``root`` names a problem of the whole object)."""
     parts = []
     for e in err.errors():
         loc = ".".join(str(x) for x in (prefix, *e["loc"]) if str(x))
         value = e.get("input")
         shown = f" (got {value!r})" if not isinstance(value, dict | list) else ""
-        parts.append(f"{loc or 'params'}: {e['msg'].removeprefix('Value error, ')}{shown}")
+        parts.append(f"{loc or root}: {e['msg'].removeprefix('Value error, ')}{shown}")
     return "; ".join(parts)

@@ -9,12 +9,13 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from stackelberg.llm.base import Backend
 from stackelberg.llm.cache import open_cache
 from stackelberg.llm.errors import ConfigError, MissingAPIKeyError
 from stackelberg.llm.retry import RetryPolicy
+from stackelberg.settings import Settings, one_line
 
 DEFAULT_OPENAI_BASE_URL = "http://localhost:8000/v1"  # where `vllm serve` listens
 #: hosted OpenAI-compatible APIs that return no log-probabilities of a prompt
@@ -25,10 +26,8 @@ NO_PROMPT_LOGPROBS_HOSTS = ("api.openai.com", "generativelanguage.googleapis.com
 Dtype = Literal["auto", "float32", "bfloat16", "float16", "int8"]
 
 
-class LLMConfig(BaseModel):
+class LLMConfig(Settings):
     """Which model to use and how to talk to it; unknown keys are an error."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     backend: Literal["local", "openai", "anthropic"] = Field(
         "local",
@@ -148,10 +147,7 @@ def make_llm(config: LLMConfig | dict[str, Any] | None = None, **overrides: Any)
             config = config.model_copy(update=overrides)
             config = LLMConfig(**config.model_dump())
     except ValidationError as err:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'config'}: {e['msg']}" for e in err.errors()
-        )
-        raise ConfigError(f"invalid llm config: {problems}") from None
+        raise ConfigError(f"invalid llm config: {one_line(err, root='config')}") from None
     if config.backend != "local" and config.model == "embedded":
         raise ConfigError(
             f"{config.backend} backend: set `model` to the served model's name "

@@ -89,7 +89,7 @@ class GRPOSettings(Settings):
     lora_alpha: int = Field(32, ge=1, description="LoRA alpha")
     max_completion_length: int | None = Field(
         None,
-        ge=8,
+        ge=1,
         description="new tokens per completion at most; null: sample.max_new_tokens, the one "
         "limit of sampling, GRPO and play (paper: 512)",
     )
