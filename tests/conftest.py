@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import settings
 
 
 @pytest.fixture(scope="session")
@@ -25,3 +28,10 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if MODEL_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+
+
+# Property tests draw the same examples on every run, so CI cannot fail by chance;
+# HYPOTHESIS_PROFILE=explore draws new ones (to look for bugs, not to gate a landing).
+settings.register_profile("ci", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -1092,7 +1092,7 @@ def replay_and_check(rec: dict) -> None:
         ((i, ann),) = announced
         order = ann["data"]["order"]
         assert sorted(order) == list(range(n)) and ann["visible_to"] == "all"
-        assert events[i + 1] is speeches[0] and events[i - 1]["phase"] == "night"
+        assert events[i + 1] is speeches[0] and events[i - 1]["phase"] in ("setup", "night")
     else:
         assert not announced
     assert [(e["round"], e["player"]) for e in speeches] == [
