@@ -26,7 +26,9 @@ def check_record(rec: dict, name: str) -> None:
         assert ev["visible_to"] == "all" or all(0 <= i < n for i in ev["visible_to"])
         assert isinstance(ev["round"], int) and isinstance(ev["phase"], str)
         if ev["type"] == "speech":
-            assert set(ev["data"]) == {"text"} and ev["visible_to"] == "all"
+            refined = rec["players"][ev["player"]]["agent"].startswith("refiner+")
+            keys = {"text", "base_utterance"} if refined else {"text"}
+            assert set(ev["data"]) == keys and ev["visible_to"] == "all"
     res = rec["result"]
     assert {"winner", "winners", "reason"} <= set(res)
     assert set(res["winners"]) <= set(range(n))

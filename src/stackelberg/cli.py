@@ -1,5 +1,5 @@
-"""The `stackelberg` command: play games (or one seat yourself), print evaluation reports,
-check and explain params files."""
+"""The `stackelberg` command: play games (or one seat yourself), look at them as HTML pages,
+print evaluation reports, check and explain params files."""
 
 from __future__ import annotations
 
@@ -181,6 +181,26 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_view(args: argparse.Namespace) -> int:
+    """Static HTML pages of the games in a records file, with an index."""
+    from pathlib import Path
+
+    from stackelberg.viewer import ViewError, load_entries, render_pages, speech_notes, write_pages
+
+    path = Path(args.path)
+    out = Path(args.out) if args.out else Path("view") / path.stem
+    try:
+        entries = load_entries(path)
+        notes = speech_notes(path) if path.suffix == ".parquet" else {}
+        pages = render_pages(entries, str(path), reveal=args.reveal, notes=notes)
+        write_pages(pages, out)
+    except ViewError as err:
+        raise UsageError(str(err)) from None
+    known = f"; intents or rewards for {len(notes)} speeches" if notes else ""
+    print(f"wrote {len(entries)} game pages and {out / 'index.html'}{known}")
+    return 0
+
+
 def cmd_params(args: argparse.Namespace) -> int:
     """Check a params file (every key, the model pairings, the agents) or explain the keys."""
     from stackelberg.params import ParamsError, explain, load_params
@@ -276,6 +296,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("--markdown", action="store_true", help="print markdown tables")
     report.set_defaults(func=cmd_report)
+    view = sub.add_parser("view", help="write HTML pages of recorded games, with an index")
+    view.add_argument(
+        "path",
+        help="a JSONL file of game records (play --out; tournament records kept with their "
+        "game_record) or a self-play parquet (data/selfplay/G.parquet: the intents and "
+        "rewards beside it in data/ are shown with its speeches)",
+    )
+    view.add_argument("--out", help="folder of the pages (default: view/NAME, NAME from PATH)")
+    view.add_argument(
+        "--reveal", action="store_true", help="show roles and private events from the start"
+    )
+    view.set_defaults(func=cmd_view)
     params = sub.add_parser(
         "params", help="check a params file, or list every params key (--explain)"
     )

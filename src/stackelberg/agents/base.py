@@ -54,6 +54,12 @@ class Agent:
         player: its model and how it chose); empty for agents without an LLM."""
         return {}
 
+    def speech_data(self) -> dict[str, Any]:
+        """What the record adds to the data of the speech this agent has just made (the
+        Refiner: the speech it rewrote); empty for most agents, so their records keep
+        ``{text}`` only."""
+        return {}
+
 
 class RandomAgent(Agent):
     """Uniform over legal options; a fixed short line when asked to speak."""

@@ -233,9 +233,13 @@ class RefinerAgent(Agent):
         super().setup(game, player, rng)
         self.inner.setup(game, player, rng)
         self.lines: list[str] = []
+        self.base_utterance = ""
 
     def seat_facts(self) -> dict[str, Any]:
         return self.inner.seat_facts()
+
+    def speech_data(self) -> dict[str, Any]:
+        return {"base_utterance": self.base_utterance}
 
     def act(self, decision: Decision) -> Any:
         if decision.options is not None:
@@ -265,6 +269,7 @@ class RefinerAgent(Agent):
         )
         [[text]] = yield [Routed(REFINER_ROUTE, request)]
         utterance, ok = parse_refiner_output(text, action, self.style.output_format)
+        self.base_utterance = action
         self.refined += 1
         self.parsed += ok
         self.ended += ended_before_limit(self.count_llm, text, self.style.max_new_tokens)

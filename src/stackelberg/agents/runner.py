@@ -35,6 +35,8 @@ class Table:
     decisions: int = 0
     #: (speech event index, speaker, follower or None) of every speech, for instance selection
     speech_turns: list[tuple[int, int, int | None]] = field(default_factory=list)
+    #: what an agent adds to its speech events' data (``Agent.speech_data``), by event index
+    speech_data: dict[int, dict[str, Any]] = field(default_factory=dict)
     _pending: Any = field(default=None, repr=False)
 
     def start(self) -> None:
@@ -85,6 +87,8 @@ class Table:
                 ev = game.events[i]
                 if ev.type == "speech" and ev.player == decision.player:
                     self.speech_turns.append((i, decision.player, follower))
+                    if extra := self.agents[decision.player].speech_data():
+                        self.speech_data[i] = extra
                     break
         self.decisions += 1
 
@@ -92,6 +96,9 @@ class Table:
         record = self.game.record([a.kind for a in self.agents])
         for player, agent in zip(record["players"], self.agents, strict=True):
             player.update(agent.seat_facts())
+        for i, extra in self.speech_data.items():
+            event = record["events"][i]
+            event["data"] = {**event["data"], **extra}
         return record
 
 
