@@ -305,7 +305,9 @@ def _event(game: Game, ev: Event, reveal: bool) -> str:
     if ev.visible_to == "all":
         return f'<div class="event">{escape(text)}</div>'
     # the event's type or its witnesses would give roles away: the summary names neither
-    return f'<div class="event private">{_hidden(escape(text), reveal, "private event")}</div>'
+    seen = len(ev.visible_to)
+    summary = f"private event, seen by {seen} player{'s' if seen > 1 else ''}"
+    return f'<div class="event private">{_hidden(escape(text), reveal, summary)}</div>'
 
 
 def _phase_title(phase: str, round_: int) -> str:
@@ -334,7 +336,8 @@ def _result(record: dict[str, Any]) -> str:
     res = record["result"]
     winners = set(res["winners"])
     final = res.get("final_roles")
-    head = "<th>player</th><th>role dealt</th><th>team</th>"
+    # ONUW: the team of the card dealt; who won follows the card held at the end
+    head = f"<th>player</th><th>role dealt</th><th>team{' dealt' if final else ''}</th>"
     head += "<th>card at the end</th>" if final else ""
     rows = []
     for p in record["players"]:
