@@ -68,7 +68,7 @@ def load_entries(path: str | os.PathLike) -> list[Entry]:
             texts = read_dataset(path, "selfplay")["record"].to_list()
         except DatasetError as err:
             raise ViewError(str(err)) from None
-        entries = [_entry(json.loads(t), f"{path}: row {i + 1}") for i, t in enumerate(texts)]
+        entries = [_entry(t, f"{path}: row {i + 1}") for i, t in enumerate(texts)]
     else:
         entries = list(_jsonl_entries(path))
     if not entries:
@@ -82,16 +82,15 @@ def _jsonl_entries(path: Path):
     except UnicodeDecodeError:
         raise ViewError(f"{path}: not a text file of JSON lines") from None
     for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError:
-            raise ViewError(f"{path}:{number}: not JSON") from None
-        yield _entry(item, f"{path}:{number}")
+        if line.strip():
+            yield _entry(line, f"{path}:{number}")
 
 
-def _entry(item: Any, where: str) -> Entry:
+def _entry(text: str, where: str) -> Entry:
+    try:
+        item = json.loads(text)
+    except json.JSONDecodeError:
+        raise ViewError(f"{where}: not JSON") from None
     label = ""
     if isinstance(item, dict) and "condition" in item:
         if "game_record" not in item:

@@ -208,6 +208,10 @@ def test_view_cli_reads_selfplay_with_intents_and_rewards_beside_it(tmp_path):
         ("", "no game records"),
         ('{"a": 1}\n', "not a game record"),
         ("not json\n", "not JSON"),
+        (
+            '{"game": "onuw", "seed": 1, "players": [], "events": [{}], "result": {}}',
+            "not a valid record",
+        ),
         (b"\xff\xfe\x00", "not a text file"),
         ("dir", "is a folder"),
         ("parquet", "not a readable parquet"),
