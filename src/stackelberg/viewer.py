@@ -202,7 +202,7 @@ def _words(name: str) -> str:
 
 def _hue(player: int) -> int:
     """A colour per seat, far apart for neighbouring seats."""
-    return player * 137 % 360
+    return int(player) * 137 % 360  # a number, whatever the record holds
 
 
 def _seat(player: dict[str, Any]) -> str:
