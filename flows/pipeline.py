@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from prefect import flow
@@ -50,6 +51,20 @@ def stage_order(targets: list[str] | None = None) -> list[str]:
         return [s for s in order if s in wanted]
 
 
+def stage_time_table(times: list[tuple[str, float]]) -> str:
+    """The wall time of each stage that ran, slowest first, with their total: where a run's
+    time went, at a glance."""
+    from tabulate import tabulate
+
+    rows = sorted(times, key=lambda t: -t[1])
+    total = sum(seconds for _, seconds in times)
+    return tabulate(
+        [*((name, f"{seconds:.1f}") for name, seconds in rows), ("total", f"{total:.1f}")],
+        headers=("stage", "wall s"),
+        colalign=("left", "right"),
+    )
+
+
 def is_stale(name: str) -> bool:
     with _repo() as repo:
         return bool(repo.status(targets=[name], with_deps=False))
@@ -70,7 +85,7 @@ def pipeline(targets: list[str] | None = None, force: bool = False) -> dict[str,
 
     started = time.perf_counter()
     params = current_params()
-    ran, skipped, work = [], [], 0.0
+    ran, skipped, work, times = [], [], 0.0, []
     with pipeline_run(params) as parent:
         order = stage_order(targets)
         for i, name in enumerate(order, 1):
@@ -84,7 +99,8 @@ def pipeline(targets: list[str] | None = None, force: bool = False) -> dict[str,
             metrics = run_stage(stage, game or "all")
             record_in_lock(name)
             work += metrics.get("work_seconds", 0.0)
-            print(f"[{i}/{len(order)}] {name}: done in {time.perf_counter() - t0:.1f}s")
+            times.append((name, time.perf_counter() - t0))
+            print(f"[{i}/{len(order)}] {name}: done in {times[-1][1]:.1f}s")
             ran.append(name)
         wall = time.perf_counter() - started
         summary = {
@@ -96,11 +112,17 @@ def pipeline(targets: list[str] | None = None, force: bool = False) -> dict[str,
             "stages_skipped": len(skipped),
         }
         parent.log_metrics(summary)
+    if times:
+        print(f"wall time per stage:\n{stage_time_table(times)}")
     print(
         f"pipeline: {len(ran)} stages run, {len(skipped)} up to date, {wall:.1f}s "
         f"(orchestration {summary['orchestration_seconds']:.1f}s, "
         f"{summary['orchestration_fraction']:.1%})"
     )
+    from flows.context import LAYOUT
+
+    if Path(LAYOUT["report"]).exists():
+        print(f"summary: {Path(LAYOUT['report']).resolve()}")
     return summary
 
 

@@ -79,6 +79,9 @@ def test_every_output_exists_and_matches_its_schema(project):
     } <= set(lock)
     status = sh(["dvc", "status"], root, project["env"]).stdout
     assert "up to date" in status, status
+    told = project["first"].stdout + project["first"].stderr
+    assert "wall time per stage" in told and "grpo@werewolf" in told
+    assert f"summary: {root.resolve() / 'reports/summary.md'}" in told
 
 
 def test_datasets_and_models_push_to_a_dvc_remote(project, tmp_path):
