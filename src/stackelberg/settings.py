@@ -7,13 +7,22 @@ very classes: a key exists in one place, with its type, default, bounds and desc
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 
 class Settings(BaseModel):
     """Unknown keys are refused, values are checked on construction, instances never change."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SamplingSettings(Settings):
+    """What every stage that samples an LLM in batches of instances sets (label, sample)."""
+
+    temperature: float = Field(0.7, ge=0, description="sampling temperature")
+    top_p: float = Field(0.9, gt=0, le=1, description="nucleus sampling")
+    max_prompt_tokens: int = Field(768, ge=128, description="prompt budget; oldest history cut")
+    batch_instances: int = Field(8, ge=1, description="instances per work item (pipeline)")
 
 
 def one_line(err: ValidationError, prefix: str = "", root: str = "params") -> str:

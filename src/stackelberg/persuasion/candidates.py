@@ -21,17 +21,14 @@ from stackelberg.agents.refiner import (
 )
 from stackelberg.llm import Message
 from stackelberg.persuasion.context import InstanceView
+from stackelberg.settings import SamplingSettings
 
 
-class SampleSettings(RefinerStyle):
+class SampleSettings(RefinerStyle, SamplingSettings):
     """Sampling of the Refiner: the ``sample`` section of params.yaml. Its RefinerStyle
     fields (prompt and completion) are the ``style`` that GRPO and play use too."""
 
     n: int = Field(4, ge=1, description="Refiner candidates per instance (paper: 8)")
-    temperature: float = Field(0.7, ge=0, description="Refiner sampling temperature")
-    top_p: float = Field(0.9, gt=0, le=1, description="Refiner nucleus sampling")
-    max_prompt_tokens: int = Field(768, ge=128, description="prompt budget; oldest history cut")
-    batch_instances: int = Field(8, ge=1, description="instances per work item (pipeline)")
 
     @property
     def style(self) -> RefinerStyle:

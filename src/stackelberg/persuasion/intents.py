@@ -28,7 +28,7 @@ from stackelberg.agents.prompting import (
 )
 from stackelberg.llm import GenerateRequest
 from stackelberg.persuasion.context import InstanceView
-from stackelberg.settings import Settings
+from stackelberg.settings import SamplingSettings
 
 DESIRED, UNDESIRED = "desired", "undesired"
 _EXAMPLES = {
@@ -38,7 +38,7 @@ _EXAMPLES = {
 _JUNK = re.compile(r"game so far|analysis:|response:|desired|undesired|\{|\}|example", re.I)
 
 
-class LabelSettings(Settings):
+class LabelSettings(SamplingSettings):
     """How intents are labeled: the ``label`` section of params.yaml."""
 
     k: int = Field(3, ge=1, description="desired and undesired responses per instance")
@@ -55,10 +55,6 @@ class LabelSettings(Settings):
     )
     max_attempts: int = Field(3, ge=1, description="tries per response before dropping")
     max_new_tokens: int = Field(32, ge=8, description="new tokens per labeler answer")
-    temperature: float = Field(0.7, ge=0, description="labeler sampling temperature")
-    top_p: float = Field(0.9, gt=0, le=1, description="labeler nucleus sampling")
-    max_prompt_tokens: int = Field(768, ge=128, description="prompt budget; oldest history cut")
-    batch_instances: int = Field(8, ge=1, description="instances per work item (pipeline)")
 
 
 @dataclass
