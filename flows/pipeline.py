@@ -51,17 +51,30 @@ def stage_order(targets: list[str] | None = None) -> list[str]:
         return [s for s in order if s in wanted]
 
 
-def stage_time_table(times: list[tuple[str, float]]) -> str:
-    """The wall time of each stage that ran, slowest first, with their total: where a run's
-    time went, at a glance."""
+def peak_rss_gb() -> float:
+    """This process's peak resident memory so far (Linux reports kilobytes): the stage after
+    which it rises is the one that set it."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def stage_time_table(times: list[tuple[str, float, float]]) -> str:
+    """The wall time of each stage that ran, slowest first, with their total, and the peak
+    memory when each ended: where a run's time and memory went, at a glance."""
     from tabulate import tabulate
 
     rows = sorted(times, key=lambda t: -t[1])
-    total = sum(seconds for _, seconds in times)
+    total = sum(t[1] for t in times)
+    peak = max((t[2] for t in times), default=0.0)
     return tabulate(
-        [*((name, f"{seconds:.1f}") for name, seconds in rows), ("total", f"{total:.1f}")],
-        headers=("stage", "wall s"),
-        colalign=("left", "right"),
+        [
+            *((name, f"{seconds:.1f}", f"{rss:.2f}") for name, seconds, rss in rows),
+            ("total", f"{total:.1f}", f"{peak:.2f}"),
+        ],
+        headers=("stage", "wall s", "peak RSS GB so far"),
+        colalign=("left", "right", "right"),
+        disable_numparse=True,
     )
 
 
@@ -99,8 +112,11 @@ def pipeline(targets: list[str] | None = None, force: bool = False) -> dict[str,
             metrics = run_stage(stage, game or "all")
             record_in_lock(name)
             work += metrics.get("work_seconds", 0.0)
-            times.append((name, time.perf_counter() - t0))
-            print(f"[{i}/{len(order)}] {name}: done in {times[-1][1]:.1f}s")
+            times.append((name, time.perf_counter() - t0, peak_rss_gb()))
+            print(
+                f"[{i}/{len(order)}] {name}: done in {times[-1][1]:.1f}s "
+                f"(peak RSS so far {times[-1][2]:.2f} GB)"
+            )
             ran.append(name)
         wall = time.perf_counter() - started
         summary = {
