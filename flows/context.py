@@ -7,15 +7,15 @@ Measurer are one checkpoint) load it once, also across stages of an in-process p
 
 from __future__ import annotations
 
+import gc
 import os
-import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from stackelberg.llm import LLMConfig, make_llm
-from stackelberg.params import Params, load_params
+from stackelberg.params import Params, entry_models, load_params
 from stackelberg.persuasion.context import InstanceView, instance_rows
 
 #: dataset and model locations by stage output; {game} is filled in
@@ -71,11 +71,20 @@ def get_llm(config: LLMConfig):
     return _LLMS[key]
 
 
-def release_prefix_caches() -> None:
-    """Empty the prompt-prefix stores of the loaded backends (models stay loaded): the next
-    stage's prompts differ, and each store may hold gigabytes."""
+def release_models(params: Params) -> None:
+    """After a stage: drop the backends no model role names (a game's trained Refiner is
+    not needed by the next stage) and empty the prompt-prefix stores of the rest (the next
+    stage's prompts differ), so memory does not grow from stage to stage."""
+    keep = {
+        config.model_dump_json()
+        for role in ("labeler", "refiner", "measurer", "player")
+        for config in entry_models(getattr(params.models, role))
+    }
+    for key in [k for k in _LLMS if k not in keep]:
+        _LLMS.pop(key).clear_prefix_cache()
     for backend in _LLMS.values():
         backend.clear_prefix_cache()
+    gc.collect()  # a trainer or a dropped model sits in reference cycles
 
 
 @dataclass(frozen=True)
@@ -116,11 +125,6 @@ class StageContext:
     def model(self, config: LLMConfig):
         """The backend of one model config (e.g. the one a game drew from a list)."""
         return get_llm(config)
-
-    def progress(self, total: int, desc: str):
-        from tqdm import tqdm
-
-        return tqdm(total=total, desc=desc, unit="item", disable=not sys.stderr.isatty())
 
 
 def stage_context(stage: str, game: str) -> StageContext:

@@ -18,16 +18,21 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import logging
 import time
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, task
 from prefect.cache_policies import INPUTS, TASK_SOURCE
+from prefect.exceptions import MissingContextError
+from prefect.logging import get_run_logger
 
 import stackelberg
-from flows.context import StageContext, release_prefix_caches, stage_context
+from flows.context import StageContext, release_models, stage_context
 from flows.tracking import stage_run
+from stackelberg.progress import LOGGER as PROGRESS_LOGGER
+from stackelberg.progress import progress
 
 #: the library's source: a code change invalidates the cached work items
 LIBRARY = Path(stackelberg.__file__).parent
@@ -45,6 +50,41 @@ def _digest(paths: list[Path]) -> str:
                 h.update(str(f).encode())
                 h.update(hashlib.sha256(f.read_bytes()).digest())
     return h.hexdigest()[:16]
+
+
+#: what a work item's list holds, by key, and the unit the stage's progress counts
+_UNITS = {"ids": "instance", "seeds": "game"}
+
+
+def _unit(items: list[Any]) -> str:
+    first = items[0] if items and isinstance(items[0], dict) else {}
+    return next((unit for key, unit in _UNITS.items() if key in first), "item")
+
+
+def _size(item: Any) -> int:
+    """The units an item covers: its instances or games, else one."""
+    if isinstance(item, dict):
+        for key in _UNITS:
+            if key in item:
+                return len(item[key])
+    return 1
+
+
+class _ToRunLog(logging.Handler):
+    """Progress lines of the library go to the Prefect run's log (the terminal and the UI)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            logger = get_run_logger()
+        except MissingContextError:
+            logger = logging.getLogger("stackelberg")
+        logger.log(record.levelno, record.getMessage())
+
+
+PROGRESS_LOGGER.setLevel(logging.INFO)
+PROGRESS_LOGGER.propagate = False
+if not any(isinstance(h, _ToRunLog) for h in PROGRESS_LOGGER.handlers):
+    PROGRESS_LOGGER.addHandler(_ToRunLog())
 
 
 @task(
@@ -81,7 +121,8 @@ def run_stage(stage: str, game: str = "all") -> dict[str, Any]:
         ).hexdigest()[:16]
         work_s = time.perf_counter() - t0
         results, cached = [], 0
-        bar = ctx.progress(len(items), f"{stage}@{game}")
+        unit = _unit(items)
+        bar = progress(sum(_size(item) for item in items), f"{stage}@{game}", unit)
         retrying = run_item.with_options(retries=ctx.params.orchestration.task_retries)
         for i, item in enumerate(items):
             label = item.get("label", str(i)) if isinstance(item, dict) else str(i)
@@ -90,7 +131,7 @@ def run_stage(stage: str, game: str = "all") -> dict[str, Any]:
             results.append(state.result())
             cached += state.name == "Cached"
             work_s += time.perf_counter() - t0
-            bar.update(1)
+            bar.update(_size(item))
         bar.close()
         t0 = time.perf_counter()
         metrics = module.finish(ctx, results) or {}
@@ -100,5 +141,5 @@ def run_stage(stage: str, game: str = "all") -> dict[str, Any]:
         metrics["items_cached"] = cached
         metrics["stage_seconds"] = time.perf_counter() - started
         tracker.log_metrics(metrics)
-    release_prefix_caches()
+    release_models(ctx.params)
     return metrics

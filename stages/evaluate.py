@@ -25,6 +25,7 @@ from stackelberg.llm import LLMConfig
 from stackelberg.params import draw_model
 from stackelberg.persuasion.candidates import dataset_rates, output_rates, sample_candidates
 from stackelberg.persuasion.measurer import measure
+from stackelberg.progress import progress
 from stackelberg.training.grpo import TRAIN_HISTORY
 from stackelberg.training.grpo import output_rates as training_rates
 
@@ -61,6 +62,7 @@ def held_out_reward(ctx) -> dict:
     score = ctx.params.for_game("score", ctx.game)
     measurer = ctx.llm("measurer")
     out = {}
+    bar = progress(2 * len(rows), f"evaluate@{ctx.game} held-out", "instance")
     for name, refiner in (("before", ctx.llm("refiner")), ("after", trained_refiner(ctx))):
         samples = sample_candidates(refiner, views, settings, seeds)
         out[f"{name}_outputs"] = output_rates([c for cands in samples for c in cands])
@@ -69,7 +71,9 @@ def held_out_reward(ctx) -> dict:
             texts = score.texts([c.raw for c in cands], [c.utterance for c in cands])
             parts, _ = measure(measurer, view, texts, row["desired"], row["undesired"], score)
             means.append(sum(x.reward for x in parts) / len(parts))
+            bar.update(1)
         out[name] = means
+    bar.close()
     return out
 
 

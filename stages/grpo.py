@@ -80,6 +80,7 @@ def work(ctx, item) -> dict:
             settings,
             Path(scratch) / "adapter",
             stop=prompting.style.stop,
+            desc=f"grpo@{ctx.game} steps",
         )
         summary = {
             "history": result.history,

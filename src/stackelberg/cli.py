@@ -235,10 +235,15 @@ def _backend(args: argparse.Namespace):
 
 
 def _progress(total: int, desc: str, always: bool = False):
+    """A bar on a terminal for many games (or slow ones); none for a few quick ones or off a
+    terminal, where the transcript and the summary are the output."""
     from tqdm import tqdm
 
-    quiet = (total < 20 and not always) or not sys.stderr.isatty()
-    return tqdm(total=total, desc=desc, unit="game", disable=quiet)
+    from stackelberg.progress import progress
+
+    if (total < 20 and not always) or not sys.stderr.isatty():
+        return tqdm(total=total, disable=True)
+    return progress(total, desc, "game")
 
 
 def build_parser() -> argparse.ArgumentParser:

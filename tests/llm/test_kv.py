@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from stackelberg.llm.local import PrefixStore, block_hashes, pad_groups
+from stackelberg.llm.local import PrefixBudget, PrefixStore, block_hashes, pad_groups
 from stackelberg.llm.local.hf_internals import GrowingLayer
 
 
@@ -75,6 +75,21 @@ def test_prefix_store_evicts_least_recently_used_chain_ends_first():
     off = PrefixStore(max_bytes=0)
     off.put(b"a", block)
     assert len(off) == 0
+
+
+def test_stores_on_one_budget_evict_each_others_least_recently_used_blocks():
+    block = torch.zeros(10)  # 40 bytes
+    budget = PrefixBudget(max_bytes=120)
+    labeler, player = PrefixStore(budget=budget), PrefixStore(budget=budget)
+    labeler.put(b"a", block.clone())
+    labeler.put(b"b", block.clone())
+    player.put(b"a", block.clone())  # the same key in another model's store is its own block
+    assert budget.bytes == 120 and labeler.cached([b"a"]) == 1  # "a" of the labeler: just used
+    player.put(b"c", block.clone())  # the oldest block of any store goes: the labeler's "b"
+    assert labeler.cached([b"b"]) == 0 and labeler.cached([b"a"]) == 1
+    assert player.cached([b"a", b"c"]) == 2 and budget.bytes == 120
+    labeler.clear()  # a store's blocks leave the budget with it
+    assert budget.bytes == 80 == player.bytes and len(labeler) == 0
 
 
 def test_pad_groups_cut_where_padding_would_exceed_the_slack():

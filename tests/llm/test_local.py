@@ -146,3 +146,16 @@ def test_render_chat_and_count_tokens(local_llm):
     assert text.endswith("<|im_start|>assistant\n") and CHAT[0]["content"] in text
     assert local_llm.count_tokens(CHAT) == len(local_llm.encode(text))
     assert local_llm.context_window == 8192
+
+
+def test_backends_of_the_same_weights_share_one_loaded_copy(local_llm):
+    """The Measurer (its own context window) and the labeler run one model in memory."""
+    from stackelberg.llm import make_llm
+
+    measurer = make_llm(backend="local", cache="off", context_window=1024)
+    assert measurer.lm is local_llm.lm and measurer.prefix_store is local_llm.prefix_store
+    assert measurer.context_window == 1024 != local_llm.context_window
+    int8 = make_llm(backend="local", cache="off", dtype="int8")
+    assert int8.lm is not local_llm.lm  # other weights: their own copy and store
+    assert int8.prefix_store is not local_llm.prefix_store
+    assert int8.prefix_store.budget is local_llm.prefix_store.budget  # one memory budget

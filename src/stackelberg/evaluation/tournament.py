@@ -26,6 +26,7 @@ from stackelberg.agents import LLM_AGENT_KINDS, Agent, make_agent
 from stackelberg.agents.refiner import REFINER_ROUTE, RefinerAgent
 from stackelberg.agents.runner import Table, play_tables
 from stackelberg.games import ConfigError, game_spec, make_game
+from stackelberg.progress import progress
 
 REFINER_PREFIX = "refiner+"
 #: how the LLM seats of a game chose by generation: answers asked, re-asks, random fallbacks
@@ -200,10 +201,11 @@ def play_matrix(
         return Table(game, agents, seed)
 
     records: list[Record] = []
+    bar = progress(len(jobs), f"{game_name} tournament", "game")
     for start in range(0, len(jobs), batch_games):
         chunk = jobs[start : start + batch_games]
         tables = [table(*job) for job in chunk]
-        full = play_tables(tables, routes or None)
+        full = play_tables(tables, routes or None, on_finish=lambda _: bar.update(1))
         for (condition, camp, _, seats), t, game_record in zip(chunk, tables, full, strict=True):
             record = _summary(t, condition, camp, opponent, seats)
             if keep_games:
@@ -211,6 +213,7 @@ def play_matrix(
             records.append(record)
             if on_game:
                 on_game(record)
+    bar.close()
     return records
 
 

@@ -88,11 +88,12 @@ class LLMConfig(Settings):
         "default yes for local and for openai servers such as vLLM, no for anthropic and "
         "for the hosted OpenAI and Gemini APIs",
     )
-    prefix_cache_mb: int = Field(
-        4096,
+    prefix_cache_mb: int | None = Field(
+        None,
         ge=0,
         description="local: memory for the keys/values of prompt prefixes that later prompts "
-        "reuse (0: off)",
+        "reuse, one budget for all local models of a process (the largest asked for); "
+        "null: 1/24 of the machine's memory, at most 4096",
     )
 
     @model_validator(mode="after")

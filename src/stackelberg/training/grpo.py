@@ -356,6 +356,7 @@ def train_refiner(
     output_dir: str | Path,
     on_step: Callable[[int, dict], None] | None = None,
     stop: Sequence[str] = (),
+    desc: str = "grpo",
 ) -> TrainResult:
     """Train a LoRA Refiner adapter with GRPO and save it atomically to ``output_dir``.
 
@@ -364,7 +365,8 @@ def train_refiner(
     Columns go through a ``datasets.Dataset``: use strings, numbers or uniform lists/dicts
     (JSON strings for ragged structures), as Arrow fills missing dict keys with None.
     ``on_step(step, metrics)`` gets every step's metrics (loss, reward, reward_std, kl,
-    generation_s, reward_s, ...), e.g. to log them to MLflow.
+    generation_s, reward_s, ...), e.g. to log them to MLflow. ``desc`` names the steps'
+    progress bar.
     """
     import torch
 
@@ -383,7 +385,7 @@ def train_refiner(
     from peft import LoraConfig
     from transformers import AutoTokenizer
 
-    from stackelberg.training.trainer import StepLog, TimedGRPOTrainer
+    from stackelberg.training.trainer import StepLog, StepProgress, TimedGRPOTrainer
 
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
@@ -405,7 +407,7 @@ def train_refiner(
                 target_modules="all-linear",
                 task_type="CAUSAL_LM",
             ),
-            callbacks=[steps_log],
+            callbacks=[steps_log, StepProgress(desc)],
         )
         trainer.train()
         staged = work / "adapter"

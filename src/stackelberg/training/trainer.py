@@ -60,6 +60,28 @@ class StepLog(TrainerCallback):
             self.on_step(state.global_step, dict(metrics))
 
 
+class StepProgress(TrainerCallback):
+    """GRPO steps done out of the total, with rate and time left (``stackelberg.progress``)."""
+
+    def __init__(self, desc: str = "grpo") -> None:
+        self.desc = desc
+        self.bar: Any = None
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any):
+        from stackelberg.progress import progress
+
+        self.bar = progress(state.max_steps, self.desc, "step")
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any):
+        if self.bar is not None:
+            self.bar.update(state.global_step - self.bar.n)
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any):
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
 def _plain(value: Any) -> Any:
     """Tensors and numpy scalars as Python numbers, so metrics go to JSON and MLflow as they are."""
     return value.item() if hasattr(value, "item") else value

@@ -6,7 +6,10 @@ the decode and scoring modules; the prefix store lives as long as the backend.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -18,12 +21,53 @@ from stackelberg.llm.local import decode, scoring
 from stackelberg.llm.local.hf_internals import allow_grouped_kv_attention
 from stackelberg.llm.local.loading import adapter_digest, load_model
 from stackelberg.llm.local.model import LocalModel
-from stackelberg.llm.local.prefill import Prefiller, PrefixStore
+from stackelberg.llm.local.prefill import (
+    BLOCK_TOKENS,
+    PROCESS_BUDGET,
+    Prefiller,
+    PrefixStore,
+    auto_prefix_cache_mb,
+)
 from stackelberg.llm.local.threads import set_threads
 
 
+@dataclass
+class _Weights:
+    """A loaded checkpoint and the prefix store of its keys and values (they depend on the
+    weights only), shared by every backend that runs the same weights."""
+
+    tokenizer: Any
+    lm: Any
+    net: LocalModel
+    prefiller: Prefiller
+
+    @property
+    def prefix_store(self) -> PrefixStore:
+        return self.prefiller.store
+
+
+#: loaded weights by (checkpoint, dtype, adapter digest, device); alive while a backend uses them
+_LOADED: weakref.WeakValueDictionary[tuple, _Weights] = weakref.WeakValueDictionary()
+
+
+def _weights(path: str, model: str, dtype: str, device: torch.device, adapter: str | None):
+    key = (path, dtype, adapter_digest(adapter) if adapter else None, str(device))
+    if (loaded := _LOADED.get(key)) is None:
+        tokenizer, lm = load_model(path, model, dtype, device, adapter)
+        net = LocalModel(tokenizer, lm, device)
+        store = PrefixStore(block=BLOCK_TOKENS, budget=PROCESS_BUDGET)
+        loaded = _Weights(tokenizer, lm, net, Prefiller(net, store))
+        _LOADED[key] = loaded
+    return loaded
+
+
 class LocalBackend(Backend):
-    """A causal LM loaded with transformers; ``model="embedded"`` is the built-in SmolLM2."""
+    """A causal LM loaded with transformers; ``model="embedded"`` is the built-in SmolLM2.
+
+    Backends of one process that run the same weights (e.g. the labeler, and the Measurer
+    with its own context window) share one loaded copy and its prefix store; all prefix
+    stores share one memory budget (``prefix_cache_mb``, the largest asked for).
+    """
 
     name = "local"
 
@@ -37,7 +81,7 @@ class LocalBackend(Backend):
         cache: ResponseCache | None = None,
         threads: int | None = None,
         adapter: str | None = None,
-        prefix_cache_mb: int = 4096,
+        prefix_cache_mb: int | None = None,
     ) -> None:
         path = str(ensure_checkpoint()) if model == EMBEDDED_NAME else model
         # The cache key names the embedded file, so a new embedded model invalidates old answers;
@@ -54,11 +98,14 @@ class LocalBackend(Backend):
         if self.device.type == "cpu":
             set_threads(threads)
             allow_grouped_kv_attention()
-        self.tokenizer, self.lm = load_model(path, model, dtype, self.device, adapter)
-        self.net = LocalModel(self.tokenizer, self.lm, self.device)
+        mb = auto_prefix_cache_mb() if prefix_cache_mb is None else prefix_cache_mb
+        PROCESS_BUDGET.max_bytes = max(PROCESS_BUDGET.max_bytes, mb * 2**20)
+        self._weights = _weights(path, model, dtype, self.device, adapter)
+        self.tokenizer, self.lm = self._weights.tokenizer, self._weights.lm
+        self.net = self._weights.net
+        self.prefiller = self._weights.prefiller
+        self.prefix_store = self.prefiller.store
         self.batch_size = batch_size
-        self.prefix_store = PrefixStore(prefix_cache_mb * 2**20)
-        self.prefiller = Prefiller(self.net, self.prefix_store)
         self._context_window = context_window or int(
             getattr(self.lm.config, "max_position_embeddings", 2048)
         )

@@ -48,7 +48,10 @@ def quantize_int8(lm: Any) -> Any:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch marks the eager quantization API deprecated
-        return torch.ao.quantization.quantize_dynamic(lm, {torch.nn.Linear}, dtype=torch.qint8)
+        # in place: a copy would hold the float32 weights twice while quantizing
+        return torch.ao.quantization.quantize_dynamic(
+            lm, {torch.nn.Linear}, dtype=torch.qint8, inplace=True
+        )
 
 
 def load_model(

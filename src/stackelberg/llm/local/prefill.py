@@ -12,6 +12,7 @@ that little is padded.
 from __future__ import annotations
 
 import hashlib
+import os
 from array import array
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
@@ -41,21 +42,76 @@ def block_hashes(ids: Sequence[int], block: int = BLOCK_TOKENS) -> list[bytes]:
     return out
 
 
+class PrefixBudget:
+    """Memory that prefix stores share: past ``max_bytes``, the least recently used block of
+    any of them goes first, so models loaded side by side (labeler, Measurer, players, a
+    trained Refiner) never hold more than one budget between them."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._lru: OrderedDict[tuple[int, bytes], PrefixStore] = OrderedDict()
+
+    def touch(self, store: PrefixStore, key: bytes) -> None:
+        self._lru.move_to_end((id(store), key))
+
+    def admit(self, store: PrefixStore, key: bytes, size: int) -> bool:
+        """Make room for ``size`` bytes of ``store`` (evicting), False if it can never fit."""
+        if size > self.max_bytes:
+            return False
+        while self._lru and self.bytes + size > self.max_bytes:
+            (_, old), owner = self._lru.popitem(last=False)
+            self.bytes -= owner.drop(old)
+        self._lru[(id(store), key)] = store
+        self.bytes += size
+        return True
+
+    def forget(self, store: PrefixStore) -> None:
+        for entry in [e for e, owner in self._lru.items() if owner is store]:
+            del self._lru[entry]
+
+
+def machine_memory_bytes() -> int:
+    """Physical memory of this machine (0 where the platform does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+#: the budget when none is configured: 1/24 of the machine's memory, at most 4 GiB (a
+#: 24 GB machine: 1 GiB, which holds the prompts of hundreds of tables of the small model)
+def auto_prefix_cache_mb() -> int:
+    total = machine_memory_bytes()
+    return min(4096, total // 24 // 2**20) if total else 1024
+
+
+#: the budget that every local backend of this process shares
+PROCESS_BUDGET = PrefixBudget(0)
+
+
 class PrefixStore:
-    """Keys and values of prompt blocks, least recently used evicted past ``max_bytes``.
+    """Keys and values of prompt blocks of one model, least recently used evicted first.
 
     A block is one tensor ``[layers, 2, heads, block, dim]``. A lookup touches a chain from
     its end back to its start, so a block is never older than the blocks after it, and
     eviction takes the ends of chains first (a block whose parent is gone is unreachable).
+    The memory limit is a ``PrefixBudget``: the store's own (``max_bytes``) or one shared.
     """
 
-    def __init__(self, max_bytes: int, block: int = BLOCK_TOKENS) -> None:
-        self.max_bytes = max_bytes
+    def __init__(
+        self, max_bytes: int = 0, block: int = BLOCK_TOKENS, budget: PrefixBudget | None = None
+    ) -> None:
+        self.budget = budget if budget is not None else PrefixBudget(max_bytes)
         self.block = block
-        self._blocks: OrderedDict[bytes, torch.Tensor] = OrderedDict()
+        self._blocks: dict[bytes, torch.Tensor] = {}
         self.bytes = 0
         self.hits = 0  # tokens served from the store
         self.misses = 0  # tokens computed
+
+    @property
+    def max_bytes(self) -> int:
+        return self.budget.max_bytes
 
     def __len__(self) -> int:
         return len(self._blocks)
@@ -66,7 +122,7 @@ class PrefixStore:
         while n < len(hashes) and hashes[n] in self._blocks:
             n += 1
         for h in reversed(hashes[:n]):
-            self._blocks.move_to_end(h)
+            self.budget.touch(self, h)
         return n
 
     def get(self, key: bytes) -> torch.Tensor:
@@ -77,15 +133,20 @@ class PrefixStore:
         if key in self._blocks or self.max_bytes <= 0:
             return
         size = kv.numel() * kv.element_size()
-        if size > self.max_bytes:
-            return
-        while self._blocks and self.bytes + size > self.max_bytes:
-            _, old = self._blocks.popitem(last=False)
-            self.bytes -= old.numel() * old.element_size()
-        self._blocks[key] = kv
-        self.bytes += size
+        if self.budget.admit(self, key, size):
+            self._blocks[key] = kv
+            self.bytes += size
+
+    def drop(self, key: bytes) -> int:
+        """Remove one block (the budget evicts it); its size in bytes."""
+        kv = self._blocks.pop(key)
+        size = kv.numel() * kv.element_size()
+        self.bytes -= size
+        return size
 
     def clear(self) -> None:
+        self.budget.forget(self)
+        self.budget.bytes -= self.bytes
         self._blocks.clear()
         self.bytes = 0
 
@@ -144,7 +205,11 @@ class Prefiller:
             min(store.cached(c), (len(ids) - 1) // size)
             for ids, c in zip(rows, chains, strict=True)
         ]
+        # The stored blocks each row reuses, held before this prefill's own blocks are put
+        # (a put may evict them from the store when the budget is full).
+        reused = [[store.get(h) for h in c[:n]] for c, n in zip(chains, stored, strict=True)]
         order = sorted(range(len(rows)), key=lambda r: len(rows[r]) - stored[r] * size)
+        reused = [reused[r] for r in order]
         rows = [rows[r] for r in order]
         chains = [chains[r] for r in order]
         pre = [stored[r] * size for r in order]
@@ -169,8 +234,7 @@ class Prefiller:
                 buf[:, :, r, :, : pmax - p].zero_()  # masked, but must not be NaN
                 buf[:, :, r, :, pmax + rmax : width].zero_()
                 if p:
-                    blocks = [store.get(h) for h in chains[r][: p // size]]
-                    buf[:, :, r, :, pmax - p : pmax] = torch.cat(blocks, dim=3)
+                    buf[:, :, r, :, pmax - p : pmax] = torch.cat(reused[r], dim=3)
                 mask[r, pmax - p : pmax + n] = 1
                 new_ids[r - a, :n] = torch.tensor(rows[r][p:])
             positions = torch.tensor(pre[a:b])[:, None] + torch.arange(rmax)[None]
