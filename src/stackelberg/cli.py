@@ -39,10 +39,17 @@ def summarize(records: Iterable[dict[str, Any]]) -> str:
     role_games: Counter[str] = Counter()
     role_wins: Counter[str] = Counter()
     reasons: dict[str, Counter[str]] = defaultdict(Counter)
+    scored: list[tuple[str, dict[str, float]]] = []
+    scenarios: set[str] = set()
     n = 0
     for rec in records:
         n += 1
         res = rec["result"]
+        for p, part in zip(rec["players"], res.get("scores") or (), strict=False):
+            if part.get("scores"):
+                scored.append((p["team"], part["scores"]))
+        if "scenario" in res:
+            scenarios.add(res["scenario"])
         by_team[res["winner"]] += 1
         reasons[res["winner"]][res["reason"]] += 1
         winners = set(res["winners"])
@@ -59,19 +66,40 @@ def summarize(records: Iterable[dict[str, Any]]) -> str:
         (role, f"{role_wins[role]}/{role_games[role]}", pct(role_wins[role], role_games[role]))
         for role in sorted(role_games)
     ]
-    return "\n\n".join(
-        [
-            f"{n} games",
-            tabulate(
-                teams, ("wins by team", "games", "rate", "why"), colalign=("left", "right", "right")
-            ),
-            tabulate(
-                roles,
-                ("wins by role (dealt)", "won/dealt", "rate"),
-                colalign=("left", "right", "right"),
-            ),
-        ]
-    )
+    distinct = f" ({len(scenarios)} distinct scenarios)" if scenarios else ""
+    parts = [
+        f"{n} games{distinct}",
+        tabulate(
+            teams, ("wins by team", "games", "rate", "why"), colalign=("left", "right", "right")
+        ),
+        tabulate(
+            roles,
+            ("wins by role (dealt)", "won/dealt", "rate"),
+            colalign=("left", "right", "right"),
+        ),
+    ]
+    return "\n\n".join(parts + score_lines(scored))
+
+
+def score_lines(scored: list[tuple[str, dict[str, float]]]) -> list[str]:
+    """Scored games (Sotopia): the mean of each dimension by seat's team, as one table;
+    nothing for games without scores. Where a result names its scenario, the count of
+    distinct scenarios played."""
+    if not scored:
+        return []
+    from tabulate import tabulate
+
+    dims = list(dict.fromkeys(d for _, s in scored for d in s))
+    teams = list(dict.fromkeys(t for t, _ in scored))
+    rows = [
+        [team, *(f"{mean([s[d] for t, s in scored if t == team and d in s]):.2f}" for d in dims)]
+        for team in teams
+    ]
+    return [tabulate(rows, ("mean score by seat", *dims), disable_numparse=True)]
+
+
+def mean(xs: list[float]) -> float:
+    return sum(xs) / max(len(xs), 1)
 
 
 def pct(k: int, n: int) -> str:
@@ -101,6 +129,10 @@ def result_lines(game: Game) -> list[str]:
         moved = f", ends as {final[p.id]}" if final and final[p.id] != p.role else ""
         won = "  *won*" if p.id in res["winners"] else ""
         lines.append(f"  {p.name}: {p.role} ({p.team}{moved}){won}")
+        part = (res.get("scores") or [{}] * game.n_players)[p.id] or {}
+        for dim, value in (part.get("scores") or {}).items():
+            why = (part.get("reasons") or {}).get(dim, "")
+            lines.append(f"    {dim}: {value:g}" + (f" ({why})" if why else ""))
     return lines
 
 
