@@ -15,6 +15,7 @@ from stackelberg.agents.human import HumanAgent, HumanQuit
 from stackelberg.agents.prompting import narrate
 from stackelberg.agents.runner import Table, play_tables
 from stackelberg.games import GAME_NAMES, Game, GameError, make_game
+from stackelberg.games.sotopia_scenarios import TASK_FILES
 from stackelberg.io import atomic_writer
 from stackelberg.llm import LLMError
 
@@ -106,7 +107,7 @@ def pct(k: int, n: int) -> str:
     return f"{k / max(n, 1):.1%}"
 
 
-def transcript(game: Game) -> str:
+def transcript(game: Game, res: dict[str, Any] | None = None) -> str:
     """The whole game as a narrator sees it; private events are marked, roles revealed last."""
     lines = [f"=== {game.name}, seed {game.seed}, {game.n_players} players ==="]
     last_phase = None
@@ -117,12 +118,13 @@ def transcript(game: Game) -> str:
             last_phase = header
         if text := narrate(game, ev):
             lines.append(text)
-    return "\n".join(lines + result_lines(game))
+    return "\n".join(lines + result_lines(game, res))
 
 
-def result_lines(game: Game) -> list[str]:
-    """Who won, and every player's role (ONUW: and the card held at the end, if moved)."""
-    res = game.result()
+def result_lines(game: Game, res: dict[str, Any] | None = None) -> list[str]:
+    """Who won, and every player's role (ONUW: and the card held at the end, if moved);
+    a scored game's dimensions (``res``: a result rescored by the LLM evaluator)."""
+    res = res or game.result()
     final = res.get("final_roles")
     lines = [f"=== result: {res['winner']} wins ({res['reason']}) ==="]
     for p in game.players:
@@ -149,7 +151,8 @@ def cmd_play(args: argparse.Namespace) -> int:
                 f"--human must be a seat from 1 to {probe.n_players}, got {args.human}"
             )
         kinds[args.human - 1] = HumanAgent.kind
-    llm = _backend(args) if any(k in LLM_AGENT_KINDS for k in kinds) else None
+    judged = options.get("evaluator") == "llm"  # a scored game's LLM evaluator
+    llm = _backend(args) if judged or any(k in LLM_AGENT_KINDS for k in kinds) else None
     agent_options = {"choice": args.choice}
 
     def seat(kind: str) -> Any:
@@ -186,15 +189,21 @@ def cmd_play(args: argparse.Namespace) -> int:
                 )
                 for i in range(start, min(start + batch, args.games))
             ]
-            for rec in play_tables(tables, llm, on_finish=finished):
+            played = play_tables(tables, llm, on_finish=finished)
+            if judged:
+                from stackelberg.evaluation.judge import judge_records
+
+                judge_records(llm, played, seed=args.seed)
+            for rec in played:
                 if out is not None:
                     out.write(json.dumps(rec) + "\n")
                 records.append({"result": rec["result"], "players": rec["players"]})
             if not first_game:
                 first_game.append(tables[0].game)
+                first_result = played[0]["result"]
     progress.close()
     if args.transcript and first_game:
-        print(transcript(first_game[0]))
+        print(transcript(first_game[0], first_result))
         print()
     print(summarize(records))
     if args.out:
@@ -230,6 +239,23 @@ def cmd_view(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from None
     known = f"; intents or rewards for {len(notes)} speeches" if notes else ""
     print(f"wrote {len(entries)} game pages and {out / 'index.html'}{known}")
+    return 0
+
+
+def cmd_sotopia_import(args: argparse.Namespace) -> int:
+    """The tasks of a public Sotopia split as a scenarios file in the project's format."""
+    import yaml
+
+    from stackelberg.games.sotopia_scenarios import load_public
+
+    data = load_public(args.path, args.split)
+    with atomic_writer(args.out) as out:
+        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+        (out or sys.stdout).write(text)
+    n = len(data["scenarios"])
+    if args.out:
+        print(f"wrote {n} scenarios ({args.split} split) to {args.out}", file=sys.stderr)
+        print(f"play them with the game option scenarios: {args.out}", file=sys.stderr)
     return 0
 
 
@@ -340,6 +366,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--reveal", action="store_true", help="show roles and private events from the start"
     )
     view.set_defaults(func=cmd_view)
+    sotopia = sub.add_parser("sotopia", help="Sotopia scenarios: import the public dataset")
+    sotopia_sub = sotopia.add_subparsers(dest="sotopia_command", required=True)
+    imp = sotopia_sub.add_parser(
+        "import", help="write a public Sotopia split as a scenarios file (project format)"
+    )
+    imp.add_argument(
+        "path",
+        help="a folder with EnvironmentProfile and AgentProfile records (a folder of JSON "
+        "files, NAME.json or NAME.jsonl each) and the split's task list",
+    )
+    imp.add_argument(
+        "--split",
+        default="hard",
+        choices=list(TASK_FILES),
+        help="hard: hard_tasks_90.json; all: testing_tasks_450.json (default: hard)",
+    )
+    imp.add_argument("--out", help="the scenarios file to write (default: standard output)")
+    imp.set_defaults(func=cmd_sotopia_import)
     params = sub.add_parser(
         "params", help="check a params file, or list every params key (--explain)"
     )

@@ -6,7 +6,8 @@ speaks first; turns alternate. Each turn is one action, given as text (``parse_a
 words (speak), ``*words*`` (a non-verbal action), ``[none]`` or nothing (wait), ``[leave]``
 (optionally followed by a farewell). The episode ends when a character leaves, after
 ``max_turns`` turns per character, or after ``max_stale_turns`` rounds in which both
-characters did nothing.
+characters did nothing. With ``farewell_leaves`` (the paper's release), words that say goodbye
+("goodbye", "I have to leave", "I need to go", "I have to go") leave too.
 
 Events: ``scenario`` (all: id, category, setting, relationship, the public profiles),
 ``character`` (one player only: its goal, secret and the evaluator's keywords), then per turn
@@ -28,10 +29,12 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from stackelberg.games.base import (
+    RECORD_IF_SET,
     SPEAK,
     Count,
     Decision,
     Event,
+    Flag,
     Game,
     GameError,
     GameOptions,
@@ -47,6 +50,7 @@ ACTIONS = ("speak", "act", "none", "leave")
 _LEAVE = re.compile(r"^\[leave\]\s*", re.I)
 _NONE = re.compile(r"^\[none\]$", re.I)
 _ACT = re.compile(r"^\*(.+)\*$|^\[action\]\s*(.+)$", re.I)
+_FAREWELL = re.compile(r"\b(goodbye|i have to leave|i need to go|i have to go)\b", re.I)
 END_WORDS = {
     "left": "a character left",
     "max_turns": "the turns ran out",
@@ -54,12 +58,14 @@ END_WORDS = {
 }
 
 
-def parse_action(text: str) -> tuple[str, str]:
+def parse_action(text: str, farewell_leaves: bool = False) -> tuple[str, str]:
     """(action, text) of a turn's text: speak, act (``*...*``), none (``[none]`` or empty)
-    or leave (``[leave] farewell``)."""
+    or leave (``[leave] farewell``; with ``farewell_leaves``, also words that say goodbye)."""
     text = " ".join(text.split())
     if m := _LEAVE.match(text):
         return "leave", text[m.end() :]
+    if farewell_leaves and _FAREWELL.search(text):
+        return "leave", text
     if not text or _NONE.match(text):
         return "none", ""
     if m := _ACT.match(text):
@@ -78,6 +84,8 @@ class SotopiaConfig(GameOptions):
     max_stale_turns: Annotated[Count, Field(ge=1, le=10)] = 2
     #: who scores the episode: rules (keywords, offline) or llm (the evaluate stage's judge)
     evaluator: Literal["rules", "llm"] = "rules"
+    #: release: words that say goodbye ("goodbye", "I have to go", ...) also leave
+    farewell_leaves: Annotated[Flag, RECORD_IF_SET] = False
 
     @model_validator(mode="after")
     def _scenarios_load(self) -> SotopiaConfig:
@@ -156,7 +164,7 @@ class Sotopia(Game):
         )
 
     def _apply(self, decision: Decision, action: Any) -> None:
-        kind, text = parse_action(action)
+        kind, text = parse_action(action, self.config.farewell_leaves)
         p = decision.player
         if kind == "speak":
             self.log("speech", p, {"text": text})

@@ -175,7 +175,7 @@ def select(scenarios: Sequence[Scenario], split: str) -> tuple[Scenario, ...]:
 
 
 # ---- the public Sotopia dataset ----------------------------------------------------------
-_WORD = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]{3,}|\d+")
 _STOP = frozenset(
     """about above after again against also although among another anything around because
     been before being below between both cannot could doing down during each either else
@@ -189,12 +189,13 @@ _STOP = frozenset(
 
 
 def keywords(text: str, most: int = 4) -> tuple[str, ...]:
-    """The longest distinct content words of ``text``, in their order of appearance: the
-    rule-based evaluator's words for a goal or a secret that came without any."""
+    """The numbers and then the longest distinct content words of ``text`` (``most`` in
+    all), in their order of appearance: the rule-based evaluator's words for a goal or a
+    secret that came without any."""
     words = [w.lower().strip("'-") for w in _WORD.findall(text)]
     words = [w for w in dict.fromkeys(words) if w not in _STOP]
-    longest = sorted(words, key=len, reverse=True)[:most]
-    return tuple(w for w in words if w in longest)
+    ranked = sorted(words, key=lambda w: (not w.isdigit(), -len(w)))[:most]
+    return tuple(w for w in words if w in ranked)
 
 
 def _records(folder: Path, name: str) -> dict[str, dict[str, Any]]:

@@ -24,7 +24,14 @@ RULES = (
     "material benefits."
 )
 #: (option, value, the words of RULES, the words with the option at that value)
-RULE_CHANGES: tuple[tuple[str, Any, str, str], ...] = ()
+RULE_CHANGES: tuple[tuple[str, Any, str, str], ...] = (
+    (
+        "farewell_leaves",
+        True,
+        "or leave (write [leave], then a farewell if you like).",
+        "or leave (write [leave], or say goodbye: a goodbye ends the conversation).",
+    ),
+)
 
 SPEECH_STYLE = (
     "Speak as your character in one or two short sentences, working towards your goal. "
