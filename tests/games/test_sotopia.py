@@ -307,3 +307,20 @@ def test_play_prints_distinct_scenarios_and_the_dimensions(capsys):
     out = capsys.readouterr().out
     assert "4 games (4 distinct scenarios)" in out
     assert "mean score by seat" in out and "goal:" in out
+
+
+def test_a_human_seat_reads_its_own_goal_only_and_acts_in_text(monkeypatch, capsys):
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Hello, what do you need?\n*shrugs*\n"))
+    assert main(["play", "sotopia", "--human", "2", "--set", "max_turns=2", "--seed", "4"]) == 0
+    out = capsys.readouterr().out
+    game = make_game("sotopia").reset(4)
+    mine, theirs = (
+        e.data["goal"]
+        for e in sorted((e for e in game.events if e.type == "character"), key=lambda e: -e.player)
+    )
+    assert f"Your private goal: {mine}" in out and theirs not in out.split("=== result")[0]
+    assert "Player 2 says: Hello, what do you need?" in out
+    assert "=== result:" in out and "goal:" in out  # the human sees the scores at the end
