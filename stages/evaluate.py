@@ -2,7 +2,8 @@
 
 Two work items: the held-out Measurer reward (test instances; n candidates from each
 Refiner; paired by instance) and the win-rate tournaments by camp (X and refiner+X on the
-same seeds). Writes reports/GAME/metrics.json (DVC metrics) and PNG plots, logs to MLflow.
+same seeds; a scored game, Sotopia, reports its dimensions instead, scored by its rules or,
+with the game option ``evaluator: llm``, by models.labeler). Writes reports/GAME/metrics.json (DVC metrics) and PNG plots, logs to MLflow.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ import polars as pl
 
 from stackelberg.datasets import read_dataset, seed_of
 from stackelberg.evaluation.ablation import VARIANT_KEY
+from stackelberg.evaluation.judge import judge_tournament
 from stackelberg.evaluation.metrics import game_metrics, mlflow_metrics
 from stackelberg.evaluation.plots import (
     plot_reward_curve,
     plot_reward_distribution,
+    plot_scores,
     plot_win_rates,
 )
 from stackelberg.evaluation.tournament import play_matrix
@@ -86,6 +89,7 @@ def tournaments(ctx) -> dict:
     model_of_seed = {s: draw_model(ctx.params.models.player, s).model_dump_json() for s in seeds}
     routes = {key: ctx.model(LLMConfig.model_validate_json(key)) for key in model_of_seed.values()}
     routes["refiner"] = trained_refiner(ctx, p.refiner_dtype)
+    judged = (p.options or {}).get("evaluator") == "llm"
     records = play_matrix(
         ctx.game,
         p.conditions,
@@ -104,7 +108,14 @@ def tournaments(ctx) -> dict:
         },
         options=p.options,
         batch_games=p.batch_games,
+        keep_games=judged,
     )
+    if judged:  # a scored game's LLM evaluator: models.labeler (a list: one model drawn)
+        judge = ctx.model(draw_model(ctx.params.models.labeler, p.tournament_seed))
+        counts = judge_tournament(judge, records, seed=p.seed)
+        for r in records:
+            del r["game_record"]
+        return {"records": records, "judge": counts}
     return {"records": records}
 
 
@@ -130,7 +141,9 @@ def finish(ctx, results) -> dict:
     plots.mkdir(parents=True, exist_ok=True)
     plot_reward_curve([h["reward"] for h in history if "reward" in h], plots / "reward_curve.png")
     plot_reward_distribution(reward["before"], reward["after"], plots / "reward_distribution.png")
-    if records:
+    if records and metrics.get("scores"):
+        plot_scores(metrics, plots / "scores.png")
+    elif records:
         plot_win_rates(metrics, plots / "win_rates.png")
     with atomic_writer(out / METRICS) as fh:
         json.dump(metrics, fh, indent=1)

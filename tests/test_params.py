@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 )
 def test_shipped_params_validate(path):
     params = load_params(ROOT / path)
-    assert params.games == ["werewolf", "avalon", "onuw"]
+    assert params.games == ["werewolf", "avalon", "onuw", "sotopia"]
 
 
 def test_paper_scale_is_the_papers():
@@ -192,7 +192,7 @@ def test_params_check_prints_ok_or_one_line(tmp_path, capsys):
     from stackelberg.cli import main
 
     assert main(["params", str(ROOT / "configs/paper.yaml")]) == 0
-    assert "paper.yaml: ok (3 games" in capsys.readouterr().out
+    assert "paper.yaml: ok (4 games" in capsys.readouterr().out
     bad = tmp_path / "params.yaml"
     bad.write_text("label: {k: 0}\n")
     assert main(["params", str(bad)]) == 2

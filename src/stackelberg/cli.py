@@ -15,6 +15,7 @@ from stackelberg.agents.human import HumanAgent, HumanQuit
 from stackelberg.agents.prompting import narrate
 from stackelberg.agents.runner import Table, play_tables
 from stackelberg.games import GAME_NAMES, Game, GameError, make_game
+from stackelberg.games.sotopia_scenarios import TASK_FILES
 from stackelberg.io import atomic_writer
 from stackelberg.llm import LLMError
 
@@ -39,10 +40,17 @@ def summarize(records: Iterable[dict[str, Any]]) -> str:
     role_games: Counter[str] = Counter()
     role_wins: Counter[str] = Counter()
     reasons: dict[str, Counter[str]] = defaultdict(Counter)
+    scored: list[tuple[str, dict[str, float]]] = []
+    scenarios: set[str] = set()
     n = 0
     for rec in records:
         n += 1
         res = rec["result"]
+        for p, part in zip(rec["players"], res.get("scores") or (), strict=False):
+            if part.get("scores"):
+                scored.append((p["team"], part["scores"]))
+        if "scenario" in res:
+            scenarios.add(res["scenario"])
         by_team[res["winner"]] += 1
         reasons[res["winner"]][res["reason"]] += 1
         winners = set(res["winners"])
@@ -59,26 +67,47 @@ def summarize(records: Iterable[dict[str, Any]]) -> str:
         (role, f"{role_wins[role]}/{role_games[role]}", pct(role_wins[role], role_games[role]))
         for role in sorted(role_games)
     ]
-    return "\n\n".join(
-        [
-            f"{n} games",
-            tabulate(
-                teams, ("wins by team", "games", "rate", "why"), colalign=("left", "right", "right")
-            ),
-            tabulate(
-                roles,
-                ("wins by role (dealt)", "won/dealt", "rate"),
-                colalign=("left", "right", "right"),
-            ),
-        ]
-    )
+    distinct = f" ({len(scenarios)} distinct scenarios)" if scenarios else ""
+    parts = [
+        f"{n} games{distinct}",
+        tabulate(
+            teams, ("wins by team", "games", "rate", "why"), colalign=("left", "right", "right")
+        ),
+        tabulate(
+            roles,
+            ("wins by role (dealt)", "won/dealt", "rate"),
+            colalign=("left", "right", "right"),
+        ),
+    ]
+    return "\n\n".join(parts + score_lines(scored))
+
+
+def score_lines(scored: list[tuple[str, dict[str, float]]]) -> list[str]:
+    """Scored games (Sotopia): the mean of each dimension by seat's team, as one table;
+    nothing for games without scores. Where a result names its scenario, the count of
+    distinct scenarios played."""
+    if not scored:
+        return []
+    from tabulate import tabulate
+
+    dims = list(dict.fromkeys(d for _, s in scored for d in s))
+    teams = list(dict.fromkeys(t for t, _ in scored))
+    rows = [
+        [team, *(f"{mean([s[d] for t, s in scored if t == team and d in s]):.2f}" for d in dims)]
+        for team in teams
+    ]
+    return [tabulate(rows, ("mean score by seat", *dims), disable_numparse=True)]
+
+
+def mean(xs: list[float]) -> float:
+    return sum(xs) / max(len(xs), 1)
 
 
 def pct(k: int, n: int) -> str:
     return f"{k / max(n, 1):.1%}"
 
 
-def transcript(game: Game) -> str:
+def transcript(game: Game, res: dict[str, Any] | None = None) -> str:
     """The whole game as a narrator sees it; private events are marked, roles revealed last."""
     lines = [f"=== {game.name}, seed {game.seed}, {game.n_players} players ==="]
     last_phase = None
@@ -89,18 +118,23 @@ def transcript(game: Game) -> str:
             last_phase = header
         if text := narrate(game, ev):
             lines.append(text)
-    return "\n".join(lines + result_lines(game))
+    return "\n".join(lines + result_lines(game, res))
 
 
-def result_lines(game: Game) -> list[str]:
-    """Who won, and every player's role (ONUW: and the card held at the end, if moved)."""
-    res = game.result()
+def result_lines(game: Game, res: dict[str, Any] | None = None) -> list[str]:
+    """Who won, and every player's role (ONUW: and the card held at the end, if moved);
+    a scored game's dimensions (``res``: a result rescored by the LLM evaluator)."""
+    res = res or game.result()
     final = res.get("final_roles")
     lines = [f"=== result: {res['winner']} wins ({res['reason']}) ==="]
     for p in game.players:
         moved = f", ends as {final[p.id]}" if final and final[p.id] != p.role else ""
         won = "  *won*" if p.id in res["winners"] else ""
         lines.append(f"  {p.name}: {p.role} ({p.team}{moved}){won}")
+        part = (res.get("scores") or [{}] * game.n_players)[p.id] or {}
+        for dim, value in (part.get("scores") or {}).items():
+            why = (part.get("reasons") or {}).get(dim, "")
+            lines.append(f"    {dim}: {value:g}" + (f" ({why})" if why else ""))
     return lines
 
 
@@ -117,7 +151,8 @@ def cmd_play(args: argparse.Namespace) -> int:
                 f"--human must be a seat from 1 to {probe.n_players}, got {args.human}"
             )
         kinds[args.human - 1] = HumanAgent.kind
-    llm = _backend(args) if any(k in LLM_AGENT_KINDS for k in kinds) else None
+    judged = options.get("evaluator") == "llm"  # a scored game's LLM evaluator
+    llm = _backend(args) if judged or any(k in LLM_AGENT_KINDS for k in kinds) else None
     agent_options = {"choice": args.choice}
 
     def seat(kind: str) -> Any:
@@ -154,15 +189,21 @@ def cmd_play(args: argparse.Namespace) -> int:
                 )
                 for i in range(start, min(start + batch, args.games))
             ]
-            for rec in play_tables(tables, llm, on_finish=finished):
+            played = play_tables(tables, llm, on_finish=finished)
+            if judged:
+                from stackelberg.evaluation.judge import judge_records
+
+                judge_records(llm, played, seed=args.seed)
+            for rec in played:
                 if out is not None:
                     out.write(json.dumps(rec) + "\n")
                 records.append({"result": rec["result"], "players": rec["players"]})
             if not first_game:
                 first_game.append(tables[0].game)
+                first_result = played[0]["result"]
     progress.close()
     if args.transcript and first_game:
-        print(transcript(first_game[0]))
+        print(transcript(first_game[0], first_result))
         print()
     print(summarize(records))
     if args.out:
@@ -198,6 +239,23 @@ def cmd_view(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from None
     known = f"; intents or rewards for {len(notes)} speeches" if notes else ""
     print(f"wrote {len(entries)} game pages and {out / 'index.html'}{known}")
+    return 0
+
+
+def cmd_sotopia_import(args: argparse.Namespace) -> int:
+    """The tasks of a public Sotopia split as a scenarios file in the project's format."""
+    import yaml
+
+    from stackelberg.games.sotopia_scenarios import load_public
+
+    data = load_public(args.path, args.split)
+    with atomic_writer(args.out) as out:
+        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+        (out or sys.stdout).write(text)
+    n = len(data["scenarios"])
+    if args.out:
+        print(f"wrote {n} scenarios ({args.split} split) to {args.out}", file=sys.stderr)
+        print(f"play them with the game option scenarios: {args.out}", file=sys.stderr)
     return 0
 
 
@@ -313,6 +371,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--reveal", action="store_true", help="show roles and private events from the start"
     )
     view.set_defaults(func=cmd_view)
+    sotopia = sub.add_parser("sotopia", help="Sotopia scenarios: import the public dataset")
+    sotopia_sub = sotopia.add_subparsers(dest="sotopia_command", required=True)
+    imp = sotopia_sub.add_parser(
+        "import", help="write a public Sotopia split as a scenarios file (project format)"
+    )
+    imp.add_argument(
+        "path",
+        help="a folder with EnvironmentProfile and AgentProfile records (a folder of JSON "
+        "files, NAME.json or NAME.jsonl each) and the split's task list",
+    )
+    imp.add_argument(
+        "--split",
+        default="hard",
+        choices=list(TASK_FILES),
+        help="hard: hard_tasks_90.json; all: testing_tasks_450.json (default: hard)",
+    )
+    imp.add_argument("--out", help="the scenarios file to write (default: standard output)")
+    imp.set_defaults(func=cmd_sotopia_import)
     params = sub.add_parser(
         "params", help="check a params file, or list every params key (--explain)"
     )

@@ -44,6 +44,11 @@ CHANGED = {
         ],
         ["may look at a centre"],
     ),
+    "sotopia": (
+        {"farewell_leaves": True},
+        ["a goodbye ends the conversation"],
+        ["then a farewell if you like"],
+    ),
 }
 
 

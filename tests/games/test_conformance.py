@@ -27,6 +27,7 @@ RELEASE_OPTIONS = {
         "no_werewolf_result": "draw",
         "deal_werewolf_to_player": True,
     },
+    "sotopia": {"farewell_leaves": True},
 }
 
 

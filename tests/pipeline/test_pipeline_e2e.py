@@ -21,7 +21,7 @@ from project import ROOT, make_project, sh
 
 from stackelberg.datasets import read_dataset
 
-GAMES = ["werewolf", "avalon", "onuw"]
+GAMES = ["werewolf", "avalon", "onuw", "sotopia"]
 DATASETS = {
     "selfplay": "data/selfplay/{g}.parquet",
     "instances": "data/instances/{g}.parquet",
@@ -70,6 +70,15 @@ def test_every_output_exists_and_matches_its_schema(project):
     assert set(played) == {"direct", "refiner+direct"} and played["direct"] >= 2
     assert played["direct"] == played["refiner+direct"]  # paired seeds
     assert (root / "reports/onuw/plots/win_rates.png").stat().st_size > 1000
+    sotopia = json.loads((root / "reports/sotopia/metrics.json").read_text())
+    assert sotopia["conditions"] == {} and sotopia["paired"] == []  # scores, not win rates
+    goal = {c: d["goal"] for c, d in sotopia["scores"]["conditions"].items()}
+    assert set(goal) == {"direct", "refiner+direct"} and goal["direct"]["n"] == 2  # 2 camps
+    assert 0 <= goal["direct"]["estimate"] <= 10
+    pairs = [t for t in sotopia["scores"]["paired"] if t["dimension"] == "goal"]
+    assert pairs and pairs[0]["n"] == 2
+    assert (root / "reports/sotopia/plots/scores.png").stat().st_size > 1000
+    assert "sotopia: scores of the agent under test" in summary
     assert "Win rate of the agent under test" in summary and "Reward ablation" in summary
     lock = yaml.safe_load((root / "dvc.lock").read_text())["stages"]
     assert {

@@ -23,13 +23,13 @@ from typing import Any
 from stackelberg.agents.base import Agent
 from stackelberg.agents.choice import CHOICE_MODES, choice_question, parse_choice, reask
 from stackelberg.agents.prompting import (
-    SPEECH_STYLE,
     PromptSpec,
     clean_speech,
     fitted_messages,
     option_label,
     player_spec,
     speech_question,
+    speech_style,
 )
 from stackelberg.agents.runner import Routed
 from stackelberg.games.base import ConfigError, Decision
@@ -146,7 +146,7 @@ class LLMAgent(Agent):
         question = self._question(decision)
         if thought:
             question = f"Your private thought: {thought}\n{question}"
-        style = SPEECH_STYLE if decision.options is None else ""
+        style = speech_style(self.game) if decision.options is None else ""
         spec = player_spec(self.game, self.player, question, style)
         if decision.options is None:
             messages = self._messages(spec, self.speech_tokens)

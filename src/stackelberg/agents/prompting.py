@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from stackelberg.agents.prompts import rules_text
+from stackelberg.agents.prompts import prompts_of, rules_text
 from stackelberg.games.base import Event, Game, player_name
 from stackelberg.llm import ContextLengthError, Message, fit_history
 
@@ -66,6 +66,10 @@ def global_lines(game: Game, events: Sequence[Event]) -> list[str]:
 
 
 def identity(game: Game, player: int) -> str:
+    """Who a player is; a game whose prompts module states ``identity`` says it its way
+    (Sotopia: the character, its goal and secret)."""
+    if own := getattr(prompts_of(game.name), "identity", None):
+        return own(game, player)
     me = game.players[player]
     role = me.role.replace("_", " ")
     return f"You are {me.name}. Your secret role: {role} (team {me.team})."
@@ -121,6 +125,12 @@ SPEECH_STYLE = (
     "unless it helps your team."
 )
 
+
+def speech_style(game: Game) -> str:
+    """How to speak: the game's own ``SPEECH_STYLE`` where its prompts module states one."""
+    return getattr(prompts_of(game.name), "SPEECH_STYLE", SPEECH_STYLE)
+
+
 _SPEAKER_PREFIX = re.compile(r"^\s*(\*\*)?(player\s*\d+|me|i)\s*(says)?\s*[:\-]\s*", re.I)
 
 
@@ -137,6 +147,8 @@ def clean_speech(text: str, max_sentences: int = 3) -> str:
 
 def speech_question(game: Game, player: int, prompt: str) -> str:
     """Ask for speech with a concrete example: small models follow examples, not rules."""
+    if example := getattr(prompts_of(game.name), "speech_example", None):
+        return f"{prompt}\nFor example: {example(game, player)}"
     n = game.n_players
     a, b = player_name((player + 1) % n), player_name((player + 2) % n)
     return (

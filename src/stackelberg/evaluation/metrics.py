@@ -20,9 +20,15 @@ Layout of ``reports/{game}/metrics.json``::
         "verdict": "no significant difference (interval includes 0)"}, ...],
      "reward": {"before": {"estimate": -3.1, "ci": [-3.5, -2.7], "n": 48},
                 "after": {...}, "diff": {...}, "significant": true, "verdict": "gain"},
+     "scores": {...},                     # scored games only (Sotopia): see score_metrics
      "refiner_outputs": {                 # per Refiner run (REFINER_RUNS): its completions,
        "sample": {"completions": 32, "ended_rate": 0.91, "parse_rate": 0.97},  # the share
        "grpo": {...}, "held_out_before": {...}, "held_out_after": {...}}}  # ended, parsed
+
+A scored game (its GameSpec has ``dimensions``: Sotopia) has no winners to count: its
+``conditions`` and ``paired`` are empty, and ``scores`` holds, per condition and dimension,
+the tested seats' mean score with a bootstrap 95% interval, and per (X, refiner+X) pair and
+dimension the paired bootstrap difference (``score_metrics``).
 
 Rates: ``overall`` pools the games of every camp played; a camp's game is a win when that
 camp's team is among the winners (ONUW: "village+tanner" counts for both). ``roles`` count
@@ -57,6 +63,7 @@ from stackelberg.evaluation.stats import (
     wilson,
 )
 from stackelberg.evaluation.tournament import CHOICE_COUNTS, REFINER_PREFIX, Record
+from stackelberg.games import game_spec
 
 METRICS_VERSION = 1
 #: the Refiner runs of ``refiner_outputs``, in reading order: the sample stage's candidates,
@@ -242,16 +249,93 @@ def game_metrics(
     games = {r["game"] for r in records} | ({game} if game else set())
     if len(games) > 1:
         raise ValueError(f"game_metrics: records of several games: {sorted(games)}")
+    name = games.pop() if games else None
+    dimensions = game_spec(name).dimensions if name else {}
+    scored = (
+        {"scores": score_metrics(records, dimensions, pairs, resamples, seed)} if dimensions else {}
+    )
     return {
         "version": METRICS_VERSION,
-        "game": games.pop() if games else None,
+        "game": name,
         "opponent": next((r["opponent"] for r in records), None),
         "seeds": sorted({r["seed"] for r in records}),
-        "conditions": win_rates(records),
+        # a scored game (Sotopia) reports its dimensions in place of win rates
+        "conditions": {} if dimensions else win_rates(records),
         "choices": choice_counts(records),
-        "paired": paired_tests(records, pairs, resamples, seed),
+        "paired": [] if dimensions else paired_tests(records, pairs, resamples, seed),
+        **scored,
         "reward": reward_summary(reward_before, reward_after, resamples=resamples, seed=seed),
         "refiner_outputs": refiner_output_rates(refiner_outputs),
+    }
+
+
+def _tested_scores(record: Record, dimension: str) -> float | None:
+    """The mean of a dimension over the tested seats of one game (None: not scored, e.g.
+    the LLM evaluator failed on every tested seat)."""
+    values = [
+        p["scores"][dimension]
+        for p in record["players"]
+        if p["tested"] and p.get("scores") and dimension in p["scores"]
+    ]
+    return sum(values) / len(values) if values else None
+
+
+def score_metrics(
+    records: Sequence[Record],
+    dimensions: Mapping[str, tuple[int, int]],
+    pairs: Sequence[tuple[str, str]] | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The ``scores`` entry of a scored game: per condition and dimension, the tested
+    seats' mean score with a bootstrap 95% interval (``n``: games scored; ``unscored``:
+    games the evaluator failed on); per (X, refiner+X) pair and dimension, the paired
+    bootstrap difference on the games both played (same camp and seed)."""
+    by: dict[str, dict[str, dict[tuple[str, int], float]]] = defaultdict(lambda: defaultdict(dict))
+    unscored: dict[str, int] = defaultdict(int)
+    for r in records:
+        for dim in dimensions:
+            value = _tested_scores(r, dim)
+            if value is not None:
+                by[r["condition"]][dim][(r["camp"], r["seed"])] = value
+        unscored[r["condition"]] += _tested_scores(r, next(iter(dimensions))) is None
+    conditions = {
+        c: {
+            **{
+                dim: bootstrap_mean_ci(list(by[c][dim].values()), resamples, seed).to_dict()
+                for dim in dimensions
+            },
+            "unscored": unscored[c],
+        }
+        for c in dict.fromkeys(r["condition"] for r in records)
+    }
+    pairs = default_pairs(r["condition"] for r in records) if pairs is None else pairs
+    paired = []
+    for base, treated in pairs:
+        for dim in dimensions:
+            keys = sorted(by[base][dim].keys() & by[treated][dim].keys())
+            a = [by[base][dim][k] for k in keys]
+            t = [by[treated][dim][k] for k in keys]
+            diff = paired_bootstrap_diff(a, t, resamples, seed) if keys else Interval(0, 0, 0, 0)
+            significant, words = verdict(diff)
+            paired.append(
+                {
+                    "base": base,
+                    "treated": treated,
+                    "dimension": dim,
+                    "n": len(keys),
+                    "base_mean": sum(a) / len(a) if a else None,
+                    "treated_mean": sum(t) / len(t) if t else None,
+                    "diff": diff.estimate,
+                    "ci": [diff.low, diff.high],
+                    "significant": significant,
+                    "verdict": words,
+                }
+            )
+    return {
+        "dimensions": {d: list(r) for d, r in dimensions.items()},
+        "conditions": conditions,
+        "paired": paired,
     }
 
 
@@ -309,6 +393,15 @@ def mlflow_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
             stem = f"paired/{game}/{metric_key(t['base'])}_vs_{metric_key(t['treated'])}"
             out[f"{stem}/diff"] = float(t["diff"])
             out[f"{stem}/p_value"] = float(t["p_value"])
+    scores = metrics.get("scores") or {}
+    for condition, dims in (scores.get("conditions") or {}).items():
+        for dim, part in dims.items():
+            if isinstance(part, dict) and part["n"]:
+                out[f"score/{game}/{metric_key(condition)}/{dim}"] = float(part["estimate"])
+    for t in scores.get("paired") or ():
+        if t["n"]:
+            stem = f"paired/{game}/{metric_key(t['base'])}_vs_{metric_key(t['treated'])}"
+            out[f"{stem}/{t['dimension']}_diff"] = float(t["diff"])
     if metrics.get("reward"):
         for part in ("before", "after", "diff"):
             out[f"reward/{game}/{part}"] = float(metrics["reward"][part]["estimate"])
@@ -331,6 +424,7 @@ __all__ = [
     "paired_tests",
     "rate",
     "refiner_output_rates",
+    "score_metrics",
     "reward_summary",
     "verdict",
     "win_rates",

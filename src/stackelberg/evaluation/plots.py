@@ -1,4 +1,4 @@
-"""PNG plots of an evaluation: win rate by condition and role, the GRPO reward curve, and the
+"""PNG plots of an evaluation: win rate by condition and role (a scored game: its dimensions), the GRPO reward curve, and the
 reward distribution before and after training. Matplotlib with the Agg backend (no display).
 
 Each ``*_figure`` function draws and returns the Figure (so tests can read what is drawn);
@@ -58,6 +58,40 @@ def win_rates_figure(metrics: Mapping[str, Any]) -> Figure:
     return fig
 
 
+def scores_figure(metrics: Mapping[str, Any]) -> Figure:
+    """A scored game (Sotopia): one bar per condition for each dimension, each dimension
+    divided by the width of its range so that all share one axis; bootstrap bars."""
+    scores = metrics["scores"]
+    dims = list(scores["dimensions"])
+    conds = scores["conditions"]
+    width = 0.8 / max(len(conds), 1)
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(dims)), 4))
+    for j, name in enumerate(conds):
+        xs, ys, errs = [], [], [[], []]
+        for i, dim in enumerate(dims):
+            part = conds[name].get(dim)
+            if not part or not part["n"]:
+                continue
+            low, high = scores["dimensions"][dim]
+            span = float(high - low)
+            xs.append(i + (j - (len(conds) - 1) / 2) * width)
+            ys.append(part["estimate"] / span)
+            errs[0].append(max(0.0, (part["estimate"] - part["ci"][0]) / span))
+            errs[1].append(max(0.0, (part["ci"][1] - part["estimate"]) / span))
+        ax.bar(xs, ys, width, yerr=errs, capsize=3, label=name)
+    ax.axhline(0, color="black", linewidth=0.5)
+    ax.set_xticks(range(len(dims)))
+    ax.set_xticklabels(
+        [f"{d} ({lo}..{hi})" for d, (lo, hi) in scores["dimensions"].items()],
+        rotation=30,
+        ha="right",
+    )
+    ax.set_ylabel("mean score / range width (95% bootstrap)")
+    ax.set_title(f"{metrics.get('game', '')}: scores of the agent under test")
+    ax.legend(fontsize="small")
+    return fig
+
+
 def reward_curve_figure(rewards: Sequence[float], window: int = 10) -> Figure:
     """Mean reward per GRPO step, with a moving average over ``window`` steps."""
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -103,6 +137,10 @@ def plot_win_rates(metrics: Mapping[str, Any], path: str | Path) -> Path:
     return _save(win_rates_figure(metrics), path)
 
 
+def plot_scores(metrics: Mapping[str, Any], path: str | Path) -> Path:
+    return _save(scores_figure(metrics), path)
+
+
 def plot_reward_curve(rewards: Sequence[float], path: str | Path, window: int = 10) -> Path:
     return _save(reward_curve_figure(rewards, window), path)
 
@@ -116,8 +154,10 @@ def plot_reward_distribution(
 __all__ = [
     "plot_reward_curve",
     "plot_reward_distribution",
+    "plot_scores",
     "plot_win_rates",
     "reward_curve_figure",
     "reward_distribution_figure",
+    "scores_figure",
     "win_rates_figure",
 ]

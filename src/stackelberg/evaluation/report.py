@@ -2,7 +2,8 @@
 
 The markdown summary (``reports/summary.md``) and ``stackelberg report`` show the very same
 tables: overall win rate per condition and game (the paper's headline table), per camp, per
-role, the paired X vs refiner+X tests, and the held-out reward. A cell is "rate [low, high]"
+role, the paired X vs refiner+X tests, and the held-out reward; a scored game (Sotopia) has
+its dimensions' mean scores and their paired differences in place of win rates. A cell is "rate [low, high]"
 (Wilson 95%) with the number of games; a difference whose interval includes 0 says so.
 """
 
@@ -209,13 +210,67 @@ def refiner_outputs_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> T
     )
 
 
+def _score_cell(part: Mapping[str, Any] | None) -> str:
+    """``"6.40 [5.10, 7.60] n=12"``: a mean score with its bootstrap interval."""
+    if not part or not part["n"]:
+        return "-"
+    lo, hi = part["ci"]
+    return f"{part['estimate']:.2f} [{lo:.2f}, {hi:.2f}] n={part['n']}"
+
+
+def score_table(metrics: Mapping[str, Any]) -> TextTable:
+    """A scored game (Sotopia): rows are conditions, columns dimensions, cells the tested
+    seats' mean score."""
+    scores = metrics["scores"]
+    dims = list(scores["dimensions"])
+    rows = [
+        [c, *(_score_cell(parts.get(d)) for d in dims), str(parts.get("unscored", 0))]
+        for c, parts in scores["conditions"].items()
+    ]
+    ranges = ", ".join(f"{d} {lo}..{hi}" for d, (lo, hi) in scores["dimensions"].items())
+    return TextTable(
+        f"{metrics['game']}: scores of the agent under test",
+        ["agent", *dims, "unscored"],
+        rows,
+        f"Mean over games [bootstrap 95% interval] and games scored; ranges: {ranges}. "
+        "Unscored: games the evaluator failed on.",
+    )
+
+
+def score_paired_table(metrics: Mapping[str, Any]) -> TextTable:
+    rows = [
+        [
+            t["dimension"],
+            f"{t['base']} -> {t['treated']}",
+            str(t["n"]),
+            "-" if t["base_mean"] is None else f"{t['base_mean']:.2f}",
+            "-" if t["treated_mean"] is None else f"{t['treated_mean']:.2f}",
+            diff_cell(t["diff"], t["ci"], scale=1.0, digits=2) if t["n"] else "-",
+            t["verdict"],
+        ]
+        for t in metrics["scores"]["paired"]
+    ]
+    return TextTable(
+        f"{metrics['game']}: paired score difference on the same scenarios (X vs refiner+X)",
+        ["dimension", "pair", "games", "base", "treated", "diff [95% CI]", "verdict"],
+        rows,
+        "CI: paired bootstrap of the mean difference (treated - base).",
+        align_left=2,
+    )
+
+
 def report_tables(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> list[TextTable]:
-    """Every table of the report, in reading order (empty ones left out)."""
-    tables = [overall_table(metrics_by_game)]
+    """Every table of the report, in reading order (empty ones left out). Scored games
+    (Sotopia) have score tables in place of the win-rate ones."""
+    won = {g: m for g, m in metrics_by_game.items() if not m.get("scores")}
+    tables = [overall_table(won)] if won else []
     for m in metrics_by_game.values():
-        tables += [camp_table(m), role_table(m)]
+        if m.get("scores"):
+            tables += [score_table(m), score_paired_table(m)]
+        else:
+            tables += [camp_table(m), role_table(m)]
     tables += [
-        paired_table(metrics_by_game),
+        paired_table(won),
         reward_table(metrics_by_game),
         refiner_outputs_table(metrics_by_game),
     ]
@@ -279,5 +334,7 @@ __all__ = [
     "report_tables",
     "reward_table",
     "role_table",
+    "score_paired_table",
+    "score_table",
     "terminal_report",
 ]

@@ -102,12 +102,14 @@ def _summary(table: Table, condition: str, camp: str, opponent: str, seats: list
     winners = set(result["winners"])
     winning_teams = result["winner"].split("+")
     final = result.get("final_roles")
+    scores = result.get("scores")  # a scored game (Sotopia): each seat's dimensions
     players = [
         {
             "id": p.id,
             "role": p.role,
             "team": p.team,
             **({"final_role": final[p.id]} if final else {}),
+            **({"scores": scores[p.id]["scores"]} if scores else {}),
             "tested": p.id in seats,
             "won": p.id in winners,
         }

@@ -1,4 +1,4 @@
-"""Rules engines for the social deduction games (no LLM, seeded, pure).
+"""Rules engines for the social deduction games and Sotopia (no LLM, seeded, pure).
 
 The registry: ``ENGINES`` lists the engines in the order reports show the games, and every
 other list of games (params, command lines, tournaments, tables) derives from it. Adding a
@@ -22,9 +22,10 @@ from stackelberg.games.base import (
     Player,
 )
 from stackelberg.games.onuw import ONUW
+from stackelberg.games.sotopia import Sotopia
 from stackelberg.games.werewolf import Werewolf
 
-ENGINES: tuple[type[Game], ...] = (Werewolf, Avalon, ONUW)
+ENGINES: tuple[type[Game], ...] = (Werewolf, Avalon, ONUW, Sotopia)
 #: game name -> its facts, in the registry's order
 GAMES: dict[str, GameSpec] = {engine.spec.name: engine.spec for engine in ENGINES}
 GAME_NAMES: tuple[str, ...] = tuple(GAMES)

@@ -11,9 +11,11 @@ observation of a player is the events visible to them, rendered as text.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import typing
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -196,6 +198,9 @@ class GameSpec:
     camps: tuple[str, ...]
     #: the camps a tournament plays unless told otherwise (those of the default deal)
     tested_camps: tuple[str, ...]
+    #: a game scored per player rather than won (Sotopia): dimension -> (lowest, highest);
+    #: its result holds ``scores``, and reports show these in place of win rates
+    dimensions: Mapping[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
 
 
 class Game(ABC):

@@ -20,12 +20,12 @@ from typing import Any
 import polars as pl
 
 from stackelberg.agents.prompting import (
-    SPEECH_STYLE,
     build_messages,
     global_lines,
     history_lines,
     player_spec,
     speech_question,
+    speech_style,
 )
 from stackelberg.datasets import read_dataset
 from stackelberg.games import Game, game_class
@@ -174,7 +174,7 @@ def follower_messages(view: InstanceView, candidate: str, lines: Sequence[str]) 
         view.game,
         view.follower,
         speech_question(view.game, view.follower, "It is your turn to speak."),
-        SPEECH_STYLE,
+        speech_style(view.game),
     )
     return build_messages(spec, [*lines, f"{view.speaker_name} says: {candidate}"])
 
