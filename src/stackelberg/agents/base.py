@@ -14,6 +14,12 @@ from typing import Any
 
 from stackelberg.games.base import Decision, Event, Game, Observation
 
+#: The record's event type of an agent's private reasoning before it acts (its analysis,
+#: belief, plan or tactic): {step, text}, visible to that player only. Engines describe no
+#: such event, so no player's prompt and no Measurer history ever reads it; transcripts
+#: and ``stackelberg view`` show it (``prompting.transcript_line``).
+REASONING = "reasoning"
+
 
 class Agent:
     """Base class: keeps the player's seat and a cursor into the event log."""
@@ -27,6 +33,7 @@ class Agent:
         self.player = player
         self.rng = rng
         self._cursor = 0
+        self._notes: list[tuple[str, str]] = []
 
     @property
     def role(self) -> str:
@@ -53,6 +60,16 @@ class Agent:
         """What the game record keeps about this seat's play beyond its agent kind (an LLM
         player: its model and how it chose); empty for agents without an LLM."""
         return {}
+
+    def note(self, step: str, text: str) -> None:
+        """Keep one step of private reasoning for the record (see ``REASONING``)."""
+        self._notes.append((step, text))
+
+    def take_notes(self) -> list[tuple[str, str]]:
+        """The reasoning steps kept since the last call, as (step, text); the runner logs
+        them just before the action they led to."""
+        notes, self._notes = getattr(self, "_notes", []), []
+        return notes
 
     def speech_data(self) -> dict[str, Any]:
         """What the record adds to the data of the speech this agent has just made (the
