@@ -16,6 +16,7 @@ from stackelberg.agents.runner import Table, play_tables
 from stackelberg.evaluation.tournament import build_agent
 from stackelberg.games import GAMES, ConfigError, make_game
 from stackelberg.games.base import SPEAK
+from stackelberg.viewer import event_line
 
 #: each baseline and the games it plays
 BASELINES = {"recon": tuple(GAMES), "lasi": tuple(GAMES), "belief": ("onuw",), "llm_ins": ("onuw",)}
@@ -165,7 +166,12 @@ def test_reasoning_is_private_to_its_player_and_read_by_no_prompt(api, kind):
         for viewer in range(game.n_players):
             assert (ev in game.visible_events(viewer)) == (viewer == ev.player)
             assert game.describe_event(ev, viewer) is None  # so no prompt ever reads it
-        assert transcript_line(game, ev).startswith(f"(Player {ev.player + 1} only) ")
+        line = transcript_line(game, ev)
+        assert (
+            line
+            == f"(Player {ev.player + 1} only) {ev.data['step'].replace('_', ' ')}: {ev.data['text']}"
+        )
+        assert event_line(game, ev) == line  # the viewer's line (folded: a private event)
 
 
 @pytest.mark.parametrize("kind", list(BASELINES))

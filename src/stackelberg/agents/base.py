@@ -14,12 +14,6 @@ from typing import Any
 
 from stackelberg.games.base import Decision, Event, Game, Observation
 
-#: The record's event type of an agent's private reasoning before it acts (its analysis,
-#: belief, plan or tactic): {step, text}, visible to that player only. Engines describe no
-#: such event, so no player's prompt and no Measurer history ever reads it; transcripts
-#: and ``stackelberg view`` show it (``prompting.transcript_line``).
-REASONING = "reasoning"
-
 
 class Agent:
     """Base class: keeps the player's seat and a cursor into the event log."""
@@ -62,7 +56,7 @@ class Agent:
         return {}
 
     def note(self, step: str, text: str) -> None:
-        """Keep one step of private reasoning for the record (see ``REASONING``)."""
+        """Keep one step of private reasoning for the record (``prompting.REASONING``)."""
         self._notes.append((step, text))
 
     def take_notes(self) -> list[tuple[str, str]]:

@@ -14,11 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from stackelberg.agents.base import REASONING
 from stackelberg.agents.prompts import rules_text
 from stackelberg.games.base import Event, Game, player_name
 from stackelberg.llm import ContextLengthError, Message, fit_history
 
+#: The record's event type of an agent's private reasoning before it acts (its analysis,
+#: belief, plan or tactic): {step, text}, visible to that player only. Engines describe no
+#: such event, so no player's prompt and no Measurer history ever reads it; transcripts
+#: and ``stackelberg view`` show it (``transcript_line``).
+REASONING = "reasoning"
 _BOOL_LABELS = {"vote": ("approve", "reject"), "quest": ("success", "fail")}
 #: what None means where it is not an abstention (the Avalon Assassin keeps the guess)
 _NONE_LABELS = {"assassinate": "wait (no guess yet)"}

@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from stackelberg.agents.base import REASONING, Agent
+from stackelberg.agents.base import Agent
+from stackelberg.agents.prompting import REASONING
 from stackelberg.games.base import SPEAK, Game
 
 
