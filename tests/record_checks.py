@@ -25,6 +25,9 @@ def check_record(rec: dict, name: str) -> None:
         assert ev["player"] is None or 0 <= ev["player"] < n
         assert ev["visible_to"] == "all" or all(0 <= i < n for i in ev["visible_to"])
         assert isinstance(ev["round"], int) and isinstance(ev["phase"], str)
+        if ev["type"] == "reasoning":  # a player's private reasoning: its own, seen by it only
+            assert ev["visible_to"] == [ev["player"]] and set(ev["data"]) == {"step", "text"}
+            assert isinstance(ev["data"]["text"], str) and ev["data"]["text"]
         if ev["type"] == "speech":
             refined = rec["players"][ev["player"]]["agent"].startswith("refiner+")
             keys = {"text", "base_utterance"} if refined else {"text"}
@@ -33,3 +36,22 @@ def check_record(rec: dict, name: str) -> None:
     assert {"winner", "winners", "reason"} <= set(res)
     assert set(res["winners"]) <= set(range(n))
     assert json.loads(json.dumps(rec)) == rec
+
+
+def rule_check(rec: dict) -> None:
+    """The engine's own rule checks, replayed from a record (imported here, not at the top:
+    the engines' test modules import this one); players' reasoning events are not game
+    events, so the checks read the record without them."""
+    from games.test_avalon import check_record as check_avalon
+    from games.test_onuw import replay_and_check as check_onuw
+    from games.test_sotopia import replay_and_check as check_sotopia
+    from games.test_werewolf import check_record as check_werewolf
+
+    checks = {
+        "avalon": check_avalon,
+        "onuw": check_onuw,
+        "sotopia": check_sotopia,
+        "werewolf": check_werewolf,
+    }
+    events = [e for e in rec["events"] if e["type"] != "reasoning"]
+    checks[rec["game"]]({**rec, "events": events})

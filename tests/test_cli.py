@@ -53,6 +53,7 @@ def test_set_option_and_mixed_agents(tmp_path):
         (["play", "werewolf", "--set", "roles=werewolf,villager"], "roles"),
         (["play", "werewolf", "--set", "noequals"], "KEY=VALUE"),
         (["play", "werewolf", "--agents", "genius"], "unknown agent 'genius'"),
+        (["play", "avalon", "--agents", "llm_ins"], "agent 'llm_ins' plays onuw only, not avalon"),
         (["play", "werewolf", "--agents", "random,random"], "2 kinds listed"),
         (["play", "werewolf", "--games", "0"], "--games"),
         (

@@ -109,6 +109,11 @@ GPT = f"{{backend: openai, model: gpt-4o, base_url: '{GPT_URL}'}}"
         ("selfplay: {agents: robot}\n", "werewolf: unknown agent 'robot'"),
         ("selfplay: {agents: 'scripted,robot'}\n", "werewolf: unknown agent 'robot'"),
         ("evaluate: {conditions: [refiner+robot]}\n", "unknown agent 'robot'"),
+        (
+            "evaluate: {conditions: [recon, llm_ins, refiner+llm_ins]}\n",
+            "werewolf: agent 'llm_ins' plays onuw only, not werewolf",
+        ),
+        ("selfplay: {agents: belief}\n", "werewolf: agent 'belief' plays onuw only"),
         ("selfplay: {choice: guess}\n", "selfplay.choice"),
         ("evaluate: {max_choice_attempts: 0}\n", "evaluate.max_choice_attempts"),
     ],
@@ -119,6 +124,19 @@ def test_impossible_pairings_are_refused_when_params_load(tmp_path, text, words)
     with pytest.raises(ParamsError) as err:
         load_params(path)
     assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_onuw_baselines_load_where_they_play(tmp_path):
+    path = tmp_path / "params.yaml"
+    conditions = "[recon, refiner+recon, lasi, refiner+lasi]"
+    onuw = "[belief, refiner+belief, llm_ins, refiner+llm_ins, recon]"
+    path.write_text(
+        f"evaluate: {{conditions: {conditions}}}\n"
+        f"game_overrides: {{onuw: {{evaluate: {{conditions: {onuw}}}, selfplay: {{agents: llm_ins}}}}}}\n"
+    )
+    params = load_params(path)
+    assert params.for_game("evaluate", "onuw").conditions[-1] == "recon"
+    assert params.for_game("selfplay", "onuw").agent_options()["reasoning_tokens"] == 48
 
 
 def test_which_models_can_score():

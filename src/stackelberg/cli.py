@@ -10,9 +10,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from stackelberg.agents import LLM_AGENT_KINDS, make_agent, seat_agents
+from stackelberg.agents import AGENT_KINDS, LLM_AGENT_KINDS, check_kind, make_agent, seat_agents
 from stackelberg.agents.human import HumanAgent, HumanQuit
-from stackelberg.agents.prompting import narrate
+from stackelberg.agents.prompting import transcript_line
 from stackelberg.agents.runner import Table, play_tables
 from stackelberg.games import GAME_NAMES, Game, GameError, make_game
 from stackelberg.games.sotopia_scenarios import TASK_FILES
@@ -116,7 +116,7 @@ def transcript(game: Game, res: dict[str, Any] | None = None) -> str:
         if header != last_phase:
             lines.append(f"--- {ev.phase} {ev.round} ---")
             last_phase = header
-        if text := narrate(game, ev):
+        if text := transcript_line(game, ev):
             lines.append(text)
     return "\n".join(lines + result_lines(game, res))
 
@@ -151,6 +151,8 @@ def cmd_play(args: argparse.Namespace) -> int:
                 f"--human must be a seat from 1 to {probe.n_players}, got {args.human}"
             )
         kinds[args.human - 1] = HumanAgent.kind
+    for kind in set(kinds) - {HumanAgent.kind}:
+        check_kind(kind, args.game)  # before a backend loads
     judged = options.get("evaluator") == "llm"  # a scored game's LLM evaluator
     llm = _backend(args) if judged or any(k in LLM_AGENT_KINDS for k in kinds) else None
     agent_options = {"choice": args.choice}
@@ -312,7 +314,8 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument(
         "--agents",
         default="scripted",
-        help="agent kind for every seat, or one per seat separated by commas",
+        help="agent kind for every seat, or one per seat separated by commas: "
+        + ", ".join(AGENT_KINDS),
     )
     play.add_argument("--games", type=int, default=1, help="number of games (seeds S..S+N-1)")
     play.add_argument("--seed", type=int, default=0, help="seed of the first game")
@@ -325,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--backend",
         default="local",
         choices=["local", "openai", "anthropic"],
-        help="LLM backend of direct/react agents (local: the embedded model)",
+        help="LLM backend of the LLM agents (local: the embedded model)",
     )
     play.add_argument("--model", help="model name or checkpoint folder (default: embedded)")
     play.add_argument("--base-url", help="server URL of the openai/anthropic backend")

@@ -116,6 +116,12 @@ class PlayerParams(Settings):
     )
     speech_tokens: int = Field(32, ge=4, description="LLM players: new tokens per speech")
     thought_tokens: int = Field(40, ge=4, description="react players: new tokens per thought")
+    reasoning_tokens: int = Field(
+        48,
+        ge=4,
+        description="recon, lasi, belief, llm_ins players: new tokens per reasoning step "
+        "(analysis, draft, strategy, belief)",
+    )
     max_prompt_tokens: int = Field(512, ge=128, description="LLM players: prompt budget")
 
     def agent_options(self) -> dict[str, Any]:
@@ -125,6 +131,7 @@ class PlayerParams(Settings):
             "max_choice_attempts": self.max_choice_attempts,
             "speech_tokens": self.speech_tokens,
             "thought_tokens": self.thought_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
             "max_prompt_tokens": self.max_prompt_tokens,
         }
 

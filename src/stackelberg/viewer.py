@@ -22,7 +22,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from stackelberg.agents.prompting import narrate
+from stackelberg.agents.prompting import transcript_line
 from stackelberg.datasets import DatasetError, read_dataset
 from stackelberg.games import GAME_NAMES, Game, GameError
 from stackelberg.games.base import Event, player_name
@@ -286,9 +286,10 @@ def _notes(note: Mapping[str, Any] | None, text: str) -> str:
 
 
 def event_line(game: Game, ev: Event) -> str | None:
-    """The game master's line for a non-speech event (``narrate``); a private action the
-    narrator leaves out is told as its actor saw it, marked with who saw it."""
-    text = narrate(game, ev)
+    """The game master's line for a non-speech event (``transcript_line``: a player's
+    reasoning too); a private action the narrator leaves out is told as its actor saw it,
+    marked with who saw it."""
+    text = transcript_line(game, ev)
     if text is None and ev.visible_to != "all" and ev.visible_to:
         witness = ev.player if ev.player in ev.visible_to else ev.visible_to[0]
         if seen := game.describe_event(ev, witness):

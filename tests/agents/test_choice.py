@@ -4,13 +4,9 @@ and whole games with every seat on the Anthropic protocol against the loopback s
 from __future__ import annotations
 
 import pytest
-from games.test_avalon import check_record as check_avalon
-from games.test_onuw import replay_and_check as check_onuw
-from games.test_sotopia import replay_and_check as check_sotopia
-from games.test_werewolf import check_record as check_werewolf
 from llm.fake_server import FakeServer
 from llm.game_policy import play_answer
-from record_checks import check_record
+from record_checks import check_record, rule_check
 
 from stackelberg.agents import make_agent
 from stackelberg.agents.choice import choice_question, parse_choice
@@ -18,13 +14,6 @@ from stackelberg.agents.runner import Table, play_tables
 from stackelberg.games import GAMES, ConfigError, make_game
 
 LABELS = ["Player 2", "Player 3", "nobody (abstain)"]
-#: each engine's own rule checks, replayed from a record
-RULE_CHECKS = {
-    "avalon": check_avalon,
-    "onuw": check_onuw,
-    "sotopia": check_sotopia,
-    "werewolf": check_werewolf,
-}
 
 
 @pytest.mark.parametrize(
@@ -167,7 +156,7 @@ def test_a_full_game_on_the_anthropic_protocol_is_legal(claude, name):
     agents = [make_agent("direct" if i % 2 else "react", name, llm=llm) for i in range(n)]
     record = play_tables([Table(game, agents, seed=0)], llm)[0]
     check_record(record, name)
-    RULE_CHECKS[name](record)
+    rule_check(record)
     seats = record["players"]
     assert all(s["choice"] == "generate" and s["model"] == "claude-3-5-haiku-latest" for s in seats)
     asks = sum(s["choice_asks"] for s in seats)

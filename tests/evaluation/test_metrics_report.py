@@ -22,6 +22,7 @@ from stackelberg.evaluation.metrics import (
 from stackelberg.evaluation.report import (
     load_metrics,
     markdown_report,
+    overall_table,
     render_markdown,
     render_text,
     terminal_report,
@@ -165,6 +166,28 @@ def test_report_tables_markdown_and_terminal(tiny_metrics, tmp_path):
     assert load_metrics(tmp_path) == load_metrics(tmp_path / "avalon") == {"avalon": tiny_metrics}
     with pytest.raises(FileNotFoundError, match="no metrics.json"):
         load_metrics(tmp_path / "avalon" / "nothing")
+
+
+def test_the_headline_table_has_each_x_then_refiner_x_and_their_paired_difference():
+    records = discordant(2, 6) + [rec("recon", s, s % 2 == 0) for s in range(11)]
+    records += [rec("refiner+recon", s, s % 3 == 0) for s in range(11)] + [rec("lasi", 0, True)]
+    order = ["refiner+recon", "react", "lasi", "recon", "refiner+react"]
+    records.sort(key=lambda r: order.index(r["condition"]))  # refined ones played first
+    metrics = game_metrics(records, resamples=200)
+    table = overall_table({"werewolf": metrics, "onuw": metrics})
+    assert [row[0] for row in table.rows] == [
+        "react",
+        "refiner+react",
+        "refiner+react - react (paired)",
+        "lasi",  # played without its refined condition: no difference row
+        "recon",
+        "refiner+recon",
+        "refiner+recon - recon (paired)",
+    ]
+    react = next(t for t in metrics["paired"] if t["base"] == "react" and t["camp"] == "all")
+    cell = table.rows[2][1]
+    assert cell == table.rows[2][2] and cell.startswith(f"{100 * react['diff']:+.1f} [")
+    assert cell.endswith(f"p={react['p_value']:.2g}") and "paired bootstrap" in table.note
 
 
 def test_ablation_table_is_shaped_like_the_paper():

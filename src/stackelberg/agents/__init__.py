@@ -2,14 +2,39 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from stackelberg.agents.base import Agent, RandomAgent
 from stackelberg.agents.scripted import scripted_agent
 from stackelberg.games.base import ConfigError
 
-AGENT_KINDS = ("random", "scripted", "direct", "react")
-LLM_AGENT_KINDS = ("direct", "react")
+#: LLM agent kinds -> (module in stackelberg.agents, class); imported when first built
+LLM_AGENTS = {
+    "direct": ("llm_agents", "LLMAgent"),
+    "react": ("llm_agents", "ReactAgent"),
+    "recon": ("baselines", "ReconAgent"),
+    "lasi": ("baselines", "LasiAgent"),
+    "belief": ("baselines", "BeliefAgent"),
+    "llm_ins": ("baselines", "LLMInstructedAgent"),
+}
+LLM_AGENT_KINDS = tuple(LLM_AGENTS)
+AGENT_KINDS = ("random", "scripted", *LLM_AGENT_KINDS)
+
+
+def llm_agent_class(kind: str) -> type[Agent]:
+    module, name = LLM_AGENTS[kind]
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+def check_kind(kind: str, game: str) -> None:
+    """Refuse (ConfigError, one line) an unknown kind, or a kind that does not play ``game``
+    (an agent class names the games it plays in ``games``; None: every game)."""
+    if kind not in AGENT_KINDS:
+        raise ConfigError(f"unknown agent {kind!r}; choose one of: {', '.join(AGENT_KINDS)}")
+    games = getattr(llm_agent_class(kind), "games", None) if kind in LLM_AGENTS else None
+    if games is not None and game not in games:
+        raise ConfigError(f"agent {kind!r} plays {', '.join(games)} only, not {game}")
 
 
 def make_agent(kind: str, game: str, llm: Any = None, **options: Any) -> Agent:
@@ -19,11 +44,11 @@ def make_agent(kind: str, game: str, llm: Any = None, **options: Any) -> Agent:
     if kind == "scripted":
         return scripted_agent(game)
     if kind in LLM_AGENT_KINDS:
+        check_kind(kind, game)
+        cls = llm_agent_class(kind)
         if llm is None:
             raise ConfigError(f"agent {kind!r} needs an LLM backend (e.g. --backend local)")
-        from stackelberg.agents.llm_agents import LLMAgent, ReactAgent
-
-        return (LLMAgent if kind == "direct" else ReactAgent)(llm, **options)
+        return cls(llm, **options)
     raise ConfigError(f"unknown agent {kind!r}; choose one of: {', '.join(AGENT_KINDS)}")
 
 
@@ -44,4 +69,14 @@ def seat_agents(spec: str, n_players: int) -> list[str]:
     return kinds
 
 
-__all__ = ["AGENT_KINDS", "LLM_AGENT_KINDS", "Agent", "RandomAgent", "make_agent", "seat_agents"]
+__all__ = [
+    "AGENT_KINDS",
+    "LLM_AGENTS",
+    "LLM_AGENT_KINDS",
+    "check_kind",
+    "llm_agent_class",
+    "Agent",
+    "RandomAgent",
+    "make_agent",
+    "seat_agents",
+]

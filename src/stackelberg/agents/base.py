@@ -27,6 +27,7 @@ class Agent:
         self.player = player
         self.rng = rng
         self._cursor = 0
+        self._notes: list[tuple[str, str]] = []
 
     @property
     def role(self) -> str:
@@ -53,6 +54,16 @@ class Agent:
         """What the game record keeps about this seat's play beyond its agent kind (an LLM
         player: its model and how it chose); empty for agents without an LLM."""
         return {}
+
+    def note(self, step: str, text: str) -> None:
+        """Keep one step of private reasoning for the record (``prompting.REASONING``)."""
+        self._notes.append((step, text))
+
+    def take_notes(self) -> list[tuple[str, str]]:
+        """The reasoning steps kept since the last call, as (step, text); the runner logs
+        them just before the action they led to."""
+        notes, self._notes = getattr(self, "_notes", []), []
+        return notes
 
     def speech_data(self) -> dict[str, Any]:
         """What the record adds to the data of the speech this agent has just made (the

@@ -1,4 +1,7 @@
-"""LLM players: ``direct`` (one prompt, then the act) and ``react`` (a thought, then the act).
+"""LLM players: ``direct`` (one prompt, then the act), ``react`` (a thought, then the act),
+and ``StepsAgent``, the players that reason in steps before they act (``react`` and the
+multi-step players of ``agents.baselines``); each step's answer goes into the record as the
+player's private reasoning.
 
 Free speech is generated. A choice among legal options (votes, targets, teams, night
 actions) is made in one of two ways (``choice``):
@@ -18,11 +21,12 @@ runner batches the requests of many tables together.
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any
+from typing import Any, ClassVar
 
 from stackelberg.agents.base import Agent
 from stackelberg.agents.choice import CHOICE_MODES, choice_question, parse_choice, reask
 from stackelberg.agents.prompting import (
+    REASONING_STEPS,
     PromptSpec,
     clean_speech,
     fitted_messages,
@@ -36,6 +40,7 @@ from stackelberg.games.base import ConfigError, Decision
 from stackelberg.llm import GenerateRequest, ScoreRequest
 
 FALLBACK_SPEECH = "I have nothing to add for now."
+NO_ANSWER = "(no answer)"
 
 
 def mean(values: list[float]) -> float:
@@ -55,6 +60,7 @@ class LLMAgent(Agent):
         temperature: float = 0.7,
         top_p: float = 0.9,
         thought_tokens: int = 40,
+        reasoning_tokens: int = 48,
         choice: str = "auto",
         max_choice_attempts: int = 3,
         choice_tokens: int = 24,
@@ -82,6 +88,8 @@ class LLMAgent(Agent):
         self.max_prompt_tokens = max_prompt_tokens
         self.speech_tokens = speech_tokens
         self.thought_tokens = thought_tokens  # react only: its thought before each act
+        #: the multi-step players (recon, lasi, belief, llm_ins): each step's answer
+        self.reasoning_tokens = reasoning_tokens
         self.temperature = temperature
         self.top_p = top_p
 
@@ -132,20 +140,27 @@ class LLMAgent(Agent):
         if decision.options is None:
             return speech_question(self.game, self.player, decision.prompt)
         labels = [option_label(o, decision.kind) for o in decision.options]
+        return self._options_question(decision.prompt, labels)
+
+    def _options_question(self, prompt: str, labels: list[str]) -> str:
+        """A question with options, as the choice mode asks it: a numbered list to answer
+        with a number, or the options in a line (their words are scored)."""
         if self.choice == "generate":
-            return choice_question(decision.prompt, labels)
-        return f"{decision.prompt}\nOptions: {'; '.join(labels)}.\nAnswer with one option only."
+            return choice_question(prompt, labels)
+        return f"{prompt}\nOptions: {'; '.join(labels)}.\nAnswer with one option only."
 
     def act(self, decision: Decision) -> Generator[list[Any], list[Any], Any]:
         return self._act(decision)
 
-    def _act(self, decision: Decision, thought: str = "") -> Generator[list[Any], list[Any], Any]:
+    def _act(self, decision: Decision, private: str = "") -> Generator[list[Any], list[Any], Any]:
+        """The speech or choice; ``private`` (the player's own reasoning, one line per step)
+        comes before the question."""
         self._refresh()
         if decision.options is not None and len(decision.options) == 1:
             return decision.options[0]
         question = self._question(decision)
-        if thought:
-            question = f"Your private thought: {thought}\n{question}"
+        if private:
+            question = f"{private}\n{question}"
         style = speech_style(self.game) if decision.options is None else ""
         spec = player_spec(self.game, self.player, question, style)
         if decision.options is None:
@@ -153,13 +168,17 @@ class LLMAgent(Agent):
             [[text]] = yield [self._generate(messages, self.speech_tokens)]
             return clean_speech(text) or FALLBACK_SPEECH
         labels = [option_label(o, decision.kind) for o in decision.options]
+        index = yield from self._choose(spec, labels)
+        return decision.options[index]
+
+    def _choose(self, spec: PromptSpec, labels: list[str]) -> Generator[list[Any], list[Any], int]:
+        """The index of one of ``labels``, chosen as ``self.choice`` says: the most likely
+        label (one scoring request), or an answer in words (``_generated_choice``)."""
         if self.choice == "generate":
-            index = yield from self._generated_choice(spec, labels)
-            return decision.options[index]
+            return (yield from self._generated_choice(spec, labels))
         messages = self._messages(spec, 16)
         [scores] = yield [self._send(ScoreRequest(messages, labels))]
-        best = max(range(len(labels)), key=lambda i: mean(scores[i]))
-        return decision.options[best]
+        return max(range(len(labels)), key=lambda i: mean(scores[i]))
 
     def _generated_choice(
         self, spec: PromptSpec, labels: list[str]
@@ -196,22 +215,75 @@ class LLMAgent(Agent):
         )
 
 
-class ReactAgent(LLMAgent):
+class StepsAgent(LLMAgent):
+    """An LLM player that reasons in named steps before it acts, one LLM call per step.
+
+    Each step's answer is kept for the record as private reasoning (``Agent.note``) and
+    shown, under its label, to the later steps and to the act. Subclasses say which steps a
+    decision takes (``steps``) and may add a line to the act's question (``act_line``); a
+    step that is a choice among fixed labels (``step_options``) is chosen the way the player
+    chooses among legal options (scored, or answered in words).
+    """
+
+    #: the games this kind plays (None: every game); ``make_agent`` refuses the others
+    games: ClassVar[tuple[str, ...] | None] = None
+
+    def steps(self, decision: Decision) -> tuple[str, ...]:
+        """The names (``REASONING_STEPS``) of the steps before the act on ``decision``."""
+        return ()
+
+    def step_options(self, name: str) -> list[str] | None:
+        """The labels a step chooses from, or None for a step answered in free words."""
+        return None
+
+    def step_context(self, name: str) -> str:
+        """A line the step's question starts with (e.g. the strategy kept from before)."""
+        return ""
+
+    def act_line(self, decision: Decision) -> str:
+        """A last line of the private block, right before the question of the act."""
+        return ""
+
+    def step_tokens(self, name: str) -> int:
+        return self.reasoning_tokens
+
+    def remember(self, name: str, text: str) -> None:
+        """Called with each step's answer; override to keep it across decisions."""
+
+    def _act(self, decision: Decision, private: str = "") -> Generator[list[Any], list[Any], Any]:
+        self._refresh()
+        if decision.options is not None and len(decision.options) == 1:
+            return decision.options[0]
+        known = [private] if private else []
+        for name in self.steps(decision):
+            label, ask = REASONING_STEPS[name]
+            parts = [decision.prompt, *known, self.step_context(name), ask]
+            question = "\n".join(p for p in parts if p)
+            if (labels := self.step_options(name)) is not None:
+                question = self._options_question(question, labels)
+                spec = player_spec(self.game, self.player, question)
+                text = labels[(yield from self._choose(spec, labels))]
+            else:
+                spec = player_spec(self.game, self.player, question)
+                tokens = self.step_tokens(name)
+                messages = self._messages(spec, tokens)
+                [[raw]] = yield [self._generate(messages, tokens)]
+                text = clean_speech(raw, max_sentences=1 if name == "thought" else 2)
+            self.note(name, text or NO_ANSWER)
+            if text:  # an empty answer is recorded as such, and not shown to later steps
+                self.remember(name, text)
+                known.append(f"{label}: {text}")
+        known.append(self.act_line(decision))
+        return (yield from super()._act(decision, "\n".join(k for k in known if k)))
+
+
+class ReactAgent(StepsAgent):
     """ReAct: a one-sentence thought first, then the speech or choice that follows from it."""
 
     kind = "react"
 
-    def _act(self, decision: Decision, thought: str = "") -> Generator[list[Any], list[Any], Any]:
-        self._refresh()
-        if decision.options is not None and len(decision.options) == 1:
-            return decision.options[0]
-        spec = player_spec(
-            self.game,
-            self.player,
-            f"{decision.prompt}\nBefore acting, think: in one sentence, what should you do now "
-            "and why?",
-        )
-        messages = self._messages(spec, self.thought_tokens)
-        [[text]] = yield [self._generate(messages, self.thought_tokens)]
-        thought = clean_speech(text, max_sentences=1)
-        return (yield from super()._act(decision, thought))
+    def steps(self, decision: Decision) -> tuple[str, ...]:
+        return ("thought",)
+
+    def step_tokens(self, name: str) -> int:
+        return self.thought_tokens

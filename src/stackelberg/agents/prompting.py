@@ -18,6 +18,11 @@ from stackelberg.agents.prompts import prompts_of, rules_text
 from stackelberg.games.base import Event, Game, player_name
 from stackelberg.llm import ContextLengthError, Message, fit_history
 
+#: The record's event type of an agent's private reasoning before it acts (its analysis,
+#: belief, plan or tactic): {step, text}, visible to that player only. Engines describe no
+#: such event, so no player's prompt and no Measurer history ever reads it; transcripts
+#: and ``stackelberg view`` show it (``transcript_line``).
+REASONING = "reasoning"
 _BOOL_LABELS = {"vote": ("approve", "reject"), "quest": ("success", "fail")}
 #: what None means where it is not an abstention (the Avalon Assassin keeps the guess)
 _NONE_LABELS = {"assassinate": "wait (no guess yet)"}
@@ -58,6 +63,16 @@ def narrate(game: Game, event: Event) -> str | None:
         who = ", ".join(player_name(p) for p in event.visible_to) or "nobody"
         text = f"({who} only) {text}"
     return text
+
+
+def transcript_line(game: Game, event: Event) -> str | None:
+    """An event's line in a transcript: ``narrate``'s, and for a player's private reasoning
+    (which no engine describes, so no prompt reads it) the step and its text, marked as
+    seen by that player only."""
+    if event.type != REASONING:
+        return narrate(game, event)
+    step = event.data["step"].replace("_", " ")
+    return f"({player_name(event.player)} only) {step}: {event.data['text']}"
 
 
 def global_lines(game: Game, events: Sequence[Event]) -> list[str]:
@@ -155,3 +170,53 @@ def speech_question(game: Game, player: int, prompt: str) -> str:
         f"{prompt}\nSay one or two sentences to the table, for example: "
         f'"I trust {a}. {b} is acting strangely."'
     )
+
+
+#: The reasoning steps of LLM players (``llm_agents``), one LLM call each: the step's name
+#: (as the record keeps it) -> how the later prompts of the same decision name its text,
+#: and what the step asks. Short and concrete, for the embedded model.
+REASONING_STEPS: dict[str, tuple[str, str]] = {
+    "thought": (
+        "Your private thought",
+        "Before acting, think: in one sentence, what should you do now and why?",
+    ),
+    "first_order": (
+        "Your reading of the others",
+        "Think about the other players first: in one or two sentences, what role does each "
+        "of them probably have, and who supports or suspects whom?",
+    ),
+    "draft": (
+        "Your draft",
+        "Formulate your move: in one or two sentences, what will you do now and why?",
+    ),
+    "analysis": (
+        "Your analysis",
+        "Analyse the game so far: in one or two sentences, what roles and aims do the other "
+        "players seem to have?",
+    ),
+    "strategy": (
+        "Your strategy",
+        "Set your strategy: in one or two sentences, what is your plan from now to the end "
+        "of the game?",
+    ),
+    "action": (
+        "Your action",
+        "Name the action your speech serves, in a few words: whom you accuse, defend or "
+        "support, or what you claim.",
+    ),
+    "belief": (
+        "Your belief",
+        "Work out which card each player, you included, most likely holds now: the night "
+        "may have moved cards, and some players lie. Answer in one or two sentences.",
+    ),
+    "tactic": ("Your speaking tactic", "Choose your speaking tactic for this speech."),
+}
+#: ReCon's refinement: the second-order view of the draft, asked with the final answer
+SECOND_ORDER = (
+    "Now refine your draft from the others' point of view: how will they read your answer, "
+    "and what would it give away? Answer with the refined version."
+)
+#: LASI's strategy step sees the strategy it set at its previous turn
+PREVIOUS_STRATEGY = "Your strategy so far"
+#: llm_ins: the line before its speech, after the tactic it chose
+IN_TACTIC = "Speak in that tactic."

@@ -241,6 +241,9 @@ class RefinerAgent(Agent):
     def speech_data(self) -> dict[str, Any]:
         return {"base_utterance": self.base_utterance}
 
+    def take_notes(self) -> list[tuple[str, str]]:
+        return self.inner.take_notes()
+
     def act(self, decision: Decision) -> Any:
         if decision.options is not None:
             return self.inner.act(decision)

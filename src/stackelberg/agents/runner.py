@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stackelberg.agents.base import Agent
+from stackelberg.agents.prompting import REASONING
 from stackelberg.games.base import SPEAK, Game
 
 
@@ -77,6 +78,8 @@ class Table:
     def _step(self, action: Any) -> None:
         game = self.game
         decision = game.decision()
+        for step, text in self.agents[decision.player].take_notes():
+            game.log(REASONING, decision.player, {"step": step, "text": text}, [decision.player])
         if decision.kind != SPEAK:
             game.step(action)
         else:

@@ -1,9 +1,10 @@
 """Paper-style tables from metrics.json: one table model, rendered as markdown or terminal text.
 
 The markdown summary (``reports/summary.md``) and ``stackelberg report`` show the very same
-tables: overall win rate per condition and game (the paper's headline table), per camp, per
-role, the paired X vs refiner+X tests, and the held-out reward; a scored game (Sotopia) has
-its dimensions' mean scores and their paired differences in place of win rates. A cell is "rate [low, high]"
+tables: overall win rate per condition and game in the paper's layout (each X, refiner+X
+under it, and their paired difference), per camp, per role, the paired X vs refiner+X tests
+by camp, and the held-out reward; a scored game (Sotopia) has its dimensions' mean scores
+and their paired differences in place of win rates. A cell is "rate [low, high]"
 (Wilson 95%) with the number of games; a difference whose interval includes 0 says so.
 """
 
@@ -72,19 +73,50 @@ def _conditions(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _pairs(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """treated -> base of the paired tests over all camps (X and refiner+X), in any game."""
+    return {
+        t["treated"]: t["base"]
+        for m in metrics_by_game.values()
+        for t in m["paired"]
+        if t["camp"] == "all"
+    }
+
+
+def _paired_diff(metrics: Mapping[str, Any], base: str, treated: str) -> str:
+    """The paired difference over all camps of one game, with its McNemar p ("-": none)."""
+    for t in metrics["paired"]:
+        if (t["base"], t["treated"], t["camp"]) == (base, treated, "all") and t["n"]:
+            return f"{diff_cell(t['diff'], t['ci'])} p={t['p_value']:.2g}"
+    return "-"
+
+
 def overall_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable:
-    """The headline table: rows are conditions, columns games, cells overall win rates."""
+    """The headline table in the paper's layout: per game (columns), each agent X, then
+    refiner+X right under it and their paired difference on the same seeds."""
     games = list(metrics_by_game)
-    rows = [
-        [c, *(rate_cell(metrics_by_game[g]["conditions"].get(c, {}).get("overall")) for g in games)]
-        for c in _conditions(metrics_by_game)
-    ]
+    conditions, pairs = _conditions(metrics_by_game), _pairs(metrics_by_game)
+    order: list[str] = []
+    for c in conditions:
+        if c in pairs and pairs[c] in conditions:
+            continue  # placed under its base
+        order.append(c)
+        order += [t for t, base in pairs.items() if base == c and t in conditions]
+    rows = []
+    for c in order:
+        conds = (metrics_by_game[g]["conditions"] for g in games)
+        rows.append([c, *(rate_cell(cs.get(c, {}).get("overall")) for cs in conds)])
+        if c in pairs and pairs[c] in conditions:
+            diffs = (_paired_diff(metrics_by_game[g], pairs[c], c) for g in games)
+            rows.append([f"{c} - {pairs[c]} (paired)", *diffs])
     opponents = sorted({str(m.get("opponent")) for m in metrics_by_game.values()})
     return TextTable(
         "Win rate of the agent under test (all camps)",
         ["agent", *games],
         rows,
-        f"Opponent seats: {', '.join(opponents)}. Cells: win rate [Wilson 95% interval] and games.",
+        f"Opponent seats: {', '.join(opponents)}. Cells: win rate [Wilson 95% interval] and "
+        "games; under each refiner+X, its difference from X on the same seeds in points "
+        "[paired bootstrap 95% interval] and the exact McNemar p.",
     )
 
 

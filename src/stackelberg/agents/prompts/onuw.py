@@ -48,3 +48,15 @@ RULE_CHANGES: tuple[tuple[str, Any, str, str], ...] = (
         "(with no werewolf among the players the village cannot win: nobody dying is a draw)",
     ),
 )
+
+#: The speaking tactics an ``llm_ins`` player picks from before it speaks ("Learning to
+#: Discuss Strategically", Jin et al. 2024): honest (consistent with what the player knows
+#: and believes) or deceptive (not), each as evidence, accusation or defense.
+TACTICS: tuple[tuple[str, str], ...] = (
+    ("honest evidence", "share what you truly know or saw"),
+    ("honest accusation", "accuse the player you truly suspect"),
+    ("honest defense", "defend yourself or another player truthfully"),
+    ("deceptive evidence", "give false information that helps your team"),
+    ("deceptive accusation", "accuse a player you do not truly suspect"),
+    ("deceptive defense", "defend yourself or another player with a lie"),
+)

@@ -1,0 +1,235 @@
+"""The paper's baseline players (recon, lasi, belief, llm_ins): whole games in both choice
+modes on the loopback server (scored options and answers in words), their private
+reasoning in the record, their LLM calls per decision, ``refiner+X`` around each, and a
+game on the embedded model."""
+
+from __future__ import annotations
+
+import pytest
+from llm.fake_server import MODEL, FakeServer
+from llm.game_policy import play_answer
+from record_checks import check_record, rule_check
+
+from stackelberg.agents import AGENT_KINDS, check_kind, make_agent
+from stackelberg.agents.prompting import transcript_line
+from stackelberg.agents.runner import Table, play_tables
+from stackelberg.evaluation.tournament import build_agent
+from stackelberg.games import GAMES, ConfigError, make_game
+from stackelberg.games.base import SPEAK
+from stackelberg.viewer import event_line
+
+#: each baseline and the games it plays
+BASELINES = {"recon": tuple(GAMES), "lasi": tuple(GAMES), "belief": ("onuw",), "llm_ins": ("onuw",)}
+#: the steps of each, as the record names them
+STEPS = {
+    "recon": {"first_order", "draft"},
+    "lasi": {"analysis", "strategy", "action"},
+    "belief": {"belief"},
+    "llm_ins": {"belief", "tactic"},
+}
+#: short games: fewer rounds, small budgets
+OPTIONS = {"onuw": {"discussion_rounds": 1}}
+SMALL = {"speech_tokens": 12, "reasoning_tokens": 12, "max_prompt_tokens": 640}
+
+
+def expected_calls(kind: str, decision, history: bool) -> int:
+    """LLM calls of one decision, as the README's agents table states them (re-asks of a
+    generated choice aside); a decision with one legal option takes none."""
+    if decision.options is not None and len(decision.options) == 1:
+        return 0
+    speech = decision.kind == SPEAK
+    if kind == "recon":  # first-order view, draft, refined act
+        return 3
+    if kind == "lasi":  # analysis (once there is history), strategy, action (speech), act
+        return history + 1 + speech + 1
+    day = decision.kind in (SPEAK, "vote")
+    if kind == "belief":  # belief, act; night actions: the act
+        return 2 if day else 1
+    return 3 if speech else 2 if day else 1  # llm_ins: belief, tactic (speech), act
+
+
+class Counting:
+    """A backend that counts the requests it answers (one request is one LLM call)."""
+
+    def __init__(self, llm) -> None:
+        self.llm, self.calls = llm, 0
+
+    def __getattr__(self, name):
+        return getattr(self.llm, name)
+
+    def run_batch(self, requests):
+        self.calls += len(requests)
+        return self.llm.run_batch(requests)
+
+
+@pytest.fixture(scope="module")
+def api():
+    """The openai backend on the loopback server, playing as the pretend chat model (it
+    scores too, as vLLM does)."""
+    from stackelberg.llm import make_llm
+
+    with FakeServer() as server:
+        server.answer = play_answer
+        server.models = {MODEL}
+        llm = make_llm(
+            {"backend": "openai", "model": MODEL, "base_url": server.url + "/v1", "cache": "off"}
+        )
+        yield llm
+        llm.close()
+
+
+def play(kind: str, game_name: str, llm, choice: str, seed: int = 1):
+    """One game, ``kind`` on the even seats and scripted players on the others; the record
+    and, per decision of a ``kind`` seat, (decision, whether it had seen anything, calls)."""
+    counting = Counting(llm)
+    game = make_game(game_name, OPTIONS.get(game_name))
+    n = make_game(game_name).reset(seed).n_players
+    agents = [
+        make_agent(kind, game_name, llm=counting, choice=choice, **SMALL)
+        if i % 2 == 0
+        else make_agent("scripted", game_name)
+        for i in range(n)
+    ]
+    log: list[list] = []
+
+    def counted(agent):
+        act = agent.act
+
+        def wrapped(decision):
+            seen = [
+                agent.game.describe_event(e, agent.player)
+                for e in agent.game.visible_events(agent.player)
+            ]
+            reasks = sum(getattr(a, "choice_reasks", 0) for a in agents)
+            log.append([decision, any(seen), counting.calls, reasks])
+            return act(decision)
+
+        return wrapped
+
+    for agent in agents[::2]:
+        agent.act = counted(agent)
+    table = Table(game, agents, seed)
+    record = play_tables([table], counting)[0]
+    log.append([None, None, counting.calls, sum(a.choice_reasks for a in agents[::2])])
+    calls = [
+        (d, seen, after - before - (reasks_after - reasks))
+        for (d, seen, before, reasks), (_, _, after, reasks_after) in zip(
+            log, log[1:], strict=False
+        )
+    ]
+    return record, table, calls
+
+
+CASES = [(kind, game) for kind, games in BASELINES.items() for game in games]
+
+
+@pytest.mark.parametrize("choice", ["generate", "score"])
+@pytest.mark.parametrize(("kind", "game_name"), CASES)
+def test_a_game_is_legal_and_each_decision_takes_its_steps(api, kind, game_name, choice):
+    record, _, calls = play(kind, game_name, api, choice)
+    check_record(record, game_name)
+    rule_check(record)
+    assert {p["agent"] for p in record["players"][::2]} == {kind}
+    assert all(p["choice"] == choice for p in record["players"][::2])
+    assert calls and all(n == expected_calls(kind, d, seen) for d, seen, n in calls)
+    reasoning = [e for e in record["events"] if e["type"] == "reasoning"]
+    assert {e["data"]["step"] for e in reasoning} == STEPS[kind]
+    # one note per step: calls are the notes, the acts (one per decision with a choice
+    # to make) and nothing else
+    acts = sum(n > 0 for _, _, n in calls)
+    assert sum(n for _, _, n in calls) == len(reasoning) + acts
+
+
+@pytest.mark.parametrize("kind", list(BASELINES))
+def test_scored_options_play_a_legal_game_with_the_same_steps(api, kind):
+    game_name = BASELINES[kind][-1]  # onuw: every baseline plays it
+    record, _, calls = play(kind, game_name, api, "score", seed=2)
+    check_record(record, game_name)
+    rule_check(record)
+    assert all(p["choice"] == "score" for p in record["players"][::2])
+    assert all(n == expected_calls(kind, d, seen) for d, seen, n in calls)
+    if kind == "llm_ins":  # the tactic is chosen like an option: one of the six, scored
+        tactics = [e["data"]["text"] for e in record["events"] if e["data"].get("step") == "tactic"]
+        assert tactics and all(
+            t.split(":")[0].split()[0] in ("honest", "deceptive") for t in tactics
+        )
+
+
+@pytest.mark.parametrize("kind", list(BASELINES))
+def test_reasoning_is_private_to_its_player_and_read_by_no_prompt(api, kind):
+    record, table, _ = play(kind, "onuw", api, "generate", seed=3)
+    game = table.game
+    notes = [e for e in game.events if e.type == "reasoning"]
+    assert notes
+    for ev in notes:
+        assert ev.visible_to == (ev.player,) and ev.player % 2 == 0  # the kind's seats only
+        for viewer in range(game.n_players):
+            assert (ev in game.visible_events(viewer)) == (viewer == ev.player)
+            assert game.describe_event(ev, viewer) is None  # so no prompt ever reads it
+        line = transcript_line(game, ev)
+        assert (
+            line
+            == f"(Player {ev.player + 1} only) {ev.data['step'].replace('_', ' ')}: {ev.data['text']}"
+        )
+        assert event_line(game, ev) == line  # the viewer's line (folded: a private event)
+
+
+@pytest.mark.parametrize("kind", list(BASELINES))
+def test_refiner_wraps_it_and_keeps_its_reasoning(api, kind):
+    agent = build_agent(f"refiner+{kind}", "onuw", {"default": api, "refiner": api}, SMALL)
+    assert agent.kind == f"refiner+{kind}" and agent.inner.kind == kind
+    game = make_game("onuw", OPTIONS["onuw"])
+    agents = [agent] + [make_agent("scripted", "onuw") for _ in range(4)]
+    record = play_tables([Table(game, agents, 4)], {"default": api, "refiner": api})[0]
+    check_record(record, "onuw")
+    speeches = [e for e in record["events"] if e["type"] == "speech" and e["player"] == 0]
+    assert speeches and all(e["data"]["base_utterance"] for e in speeches)
+    steps = {e["data"]["step"] for e in record["events"] if e["type"] == "reasoning"}
+    assert steps and steps <= STEPS[kind]  # X's reasoning, recorded through the wrapper
+
+
+def test_onuw_only_kinds_are_refused_elsewhere_in_one_line():
+    assert {"recon", "lasi", "belief", "llm_ins"} <= set(AGENT_KINDS)
+    for kind in ("belief", "llm_ins"):
+        for game in GAMES:
+            if game == "onuw":
+                check_kind(kind, game)
+                continue
+            with pytest.raises(ConfigError, match=rf"agent '{kind}' plays onuw only, not {game}$"):
+                make_agent(kind, game, llm=object())
+    with pytest.raises(ConfigError, match="unknown agent 'recon2'"):
+        check_kind("recon2", "onuw")
+
+
+def test_lasi_keeps_its_strategy_and_skips_analysis_before_any_history(api):
+    record, table, calls = play("lasi", "onuw", api, "generate", seed=5)
+    first = next(n for d, seen, n in calls if d.kind == SPEAK)
+    assert first in (3, 4)  # no analysis while nothing has happened to it
+    agent = table.agents[0]
+    assert agent.strategy and any(
+        e["data"]["text"] == agent.strategy
+        for e in record["events"]
+        if e["type"] == "reasoning" and e["player"] == 0
+    )
+
+
+def test_the_baselines_finish_games_on_the_embedded_model(local_llm):
+    """ONUW with all four, Werewolf with recon and lasi (about 35 s here). Avalon, whose
+    games with LLM seats run to hundreds of decisions (about 3 minutes), plays on the
+    loopback server above in both choice modes."""
+    tiny = {"speech_tokens": 6, "reasoning_tokens": 6, "max_prompt_tokens": 512}
+    for name, kinds in (
+        ("onuw", ["recon", "lasi", "belief", "llm_ins", "scripted"]),
+        ("werewolf", ["recon", "lasi"] + ["scripted"] * 5),
+    ):
+        game = make_game(name, OPTIONS.get(name))
+        assert game.reset(3).n_players == len(kinds)
+        agents = [
+            make_agent(k, name, llm=local_llm, **tiny) if k != "scripted" else make_agent(k, name)
+            for k in kinds
+        ]
+        record = play_tables([Table(game, agents, 3)], local_llm)[0]
+        check_record(record, name)
+        rule_check(record)
+        thinkers = {e["player"] for e in record["events"] if e["type"] == "reasoning"}
+        assert thinkers == {i for i, k in enumerate(kinds) if k != "scripted"}
