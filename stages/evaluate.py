@@ -9,6 +9,7 @@ with the game option ``evaluator: llm``, by models.labeler). Writes reports/GAME
 from __future__ import annotations
 
 import json
+from itertools import zip_longest
 
 import polars as pl
 
@@ -31,8 +32,11 @@ from stackelberg.persuasion.measurer import measure
 from stackelberg.progress import progress
 from stackelberg.training.grpo import TRAIN_HISTORY
 from stackelberg.training.grpo import output_rates as training_rates
+from stackelberg.viewer import Entry, render_pages, write_pages
 
 METRICS = "metrics.json"
+#: the viewer pages of a few tournament games, beside the metrics
+GAMES = "games"
 
 
 def trained_refiner(ctx, dtype: str = "auto"):
@@ -108,15 +112,44 @@ def tournaments(ctx) -> dict:
         },
         options=p.options,
         batch_games=p.batch_games,
-        keep_games=judged,
+        keep_games=True,  # a few become viewer pages; a scored game's LLM evaluator reads them
     )
     if judged:  # a scored game's LLM evaluator: models.labeler (a list: one model drawn)
         judge = ctx.model(draw_model(ctx.params.models.labeler, p.tournament_seed))
         counts = judge_tournament(judge, records, seed=p.seed)
-        for r in records:
-            del r["game_record"]
-        return {"records": records, "judge": counts}
-    return {"records": records}
+    viewed = [
+        {
+            "record": records[i]["game_record"],
+            "label": f"{records[i]['condition']}, {records[i]['camp']}",
+        }
+        for i in viewer_picks(records, p.viewer_games)
+    ]
+    for r in records:
+        del r["game_record"]
+    return {"records": records, "viewed": viewed} | ({"judge": counts} if judged else {})
+
+
+def viewer_picks(records: list[dict], n: int) -> list[int]:
+    """Indices of ``n`` games to show: the first game of each condition, then the second
+    of each, and so on, so that X and refiner+X sit side by side."""
+    by_condition: dict[str, list[int]] = {}
+    for i, r in enumerate(records):
+        by_condition.setdefault(r["condition"], []).append(i)
+    rounds = zip_longest(*by_condition.values())
+    return [i for row in rounds for i in row if i is not None][:n]
+
+
+def write_viewer_pages(ctx, viewed: list[dict]) -> None:
+    """A few tournament games as static pages (reports/GAME/games), logged to MLflow."""
+    import mlflow
+
+    if not viewed:
+        return
+    entries = [Entry(v["record"], json.dumps(v["record"]), v["label"]) for v in viewed]
+    folder = write_pages(
+        render_pages(entries, f"evaluate@{ctx.game}", reveal=True), ctx.path() / GAMES
+    )
+    mlflow.log_artifacts(str(folder), GAMES)
 
 
 def finish(ctx, results) -> dict:
@@ -125,6 +158,7 @@ def finish(ctx, results) -> dict:
     p = ctx.section
     reward = results[0]
     records = results[1]["records"] if len(results) > 1 else []
+    write_viewer_pages(ctx, results[1].get("viewed", []) if len(results) > 1 else [])
     trained = json.loads((ctx.path("grpo") / TRAIN_HISTORY).read_text())
     history = trained["history"]
     metrics = game_metrics(

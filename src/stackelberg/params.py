@@ -176,6 +176,12 @@ class EvaluateParams(PlayerParams):
     batch_games: int = Field(
         256, ge=1, description="tables played at once (their LLM calls batched together)"
     )
+    viewer_games: int = Field(
+        4,
+        ge=0,
+        description="tournament games written as viewer pages (reports/GAME/games, MLflow "
+        "artifacts): the first of each condition, in turn",
+    )
 
 
 class TrackingParams(Settings):

@@ -70,6 +70,8 @@ def test_every_output_exists_and_matches_its_schema(project):
     assert set(played) == {"direct", "refiner+direct"} and played["direct"] >= 2
     assert played["direct"] == played["refiner+direct"]  # paired seeds
     assert (root / "reports/onuw/plots/win_rates.png").stat().st_size > 1000
+    pages = sorted(p.name for p in (root / "reports/onuw/games").glob("*.html"))
+    assert "index.html" in pages and len(pages) == 1 + 4  # viewer_games: 4, by condition in turn
     sotopia = json.loads((root / "reports/sotopia/metrics.json").read_text())
     assert sotopia["conditions"] == {} and sotopia["paired"] == []  # scores, not win rates
     goal = {c: d["goal"] for c, d in sotopia["scores"]["conditions"].items()}
@@ -113,6 +115,12 @@ def test_refiners_are_registered_mlflow_model_versions(project):
         run = client.get_run(first.run_id)
         assert run.data.tags["stage"] == "grpo" and "mlflow.parentRunId" in run.data.tags
         assert "train/reward" in run.data.metrics
+    evaluate = client.search_runs(
+        [client.get_experiment_by_name("micro").experiment_id],
+        "tags.stage = 'evaluate'",
+    )
+    shown = {a.path for r in evaluate for a in client.list_artifacts(r.info.run_id, "games")}
+    assert "games/index.html" in shown  # the viewer pages of tournament games
 
 
 def test_a_second_run_with_nothing_changed_does_nothing(project):
