@@ -90,6 +90,15 @@ def test_config_sets_the_paper_values_explicitly(tmp_path):
     assert not cfg.use_vllm
 
 
+def test_micro_batch_trains_one_step_in_passes_over_one_generation_batch(tmp_path):
+    s = GRPOSettings(num_generations=4, prompts_per_step=2, micro_batch=2)
+    cfg = grpo_config(s, tmp_path, cuda=False)
+    assert cfg.generation_batch_size == 8 and cfg.per_device_train_batch_size == 2
+    assert cfg.gradient_accumulation_steps == cfg.steps_per_generation == 4
+    with pytest.raises(ValidationError, match="micro_batch 3 must divide"):
+        GRPOSettings(num_generations=4, micro_batch=3)
+
+
 def test_reward_adapter_passes_texts_and_columns():
     seen = {}
 

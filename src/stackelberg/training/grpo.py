@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from stackelberg.settings import Settings
 
@@ -96,6 +96,12 @@ class GRPOSettings(Settings):
     temperature: float = Field(0.7, gt=0, description="sampling temperature (TRL: 1.0)")
     top_p: float = Field(0.9, gt=0, le=1, description="nucleus sampling (TRL: 1.0)")
     prompts_per_step: int = Field(1, ge=1, description="distinct prompts in one optimizer step")
+    micro_batch: int | None = Field(
+        None,
+        ge=1,
+        description="completions per forward and backward pass, the step's gradient summed "
+        "over them: the same step in less memory (a CPU: 1); null: the whole step at once",
+    )
     seed: int = Field(0, description="seed of the LoRA init, prompt order and sampling")
     use_vllm: bool = Field(False, description="generate through a `trl vllm-serve` server (GPU)")
     vllm_server_base_url: str | None = Field(
@@ -112,8 +118,22 @@ class GRPOSettings(Settings):
 
     @property
     def completions_per_step(self) -> int:
-        """Completions in one optimizer step: the per-device train batch."""
+        """Completions in one optimizer step (one generation batch)."""
         return self.prompts_per_step * self.num_generations
+
+    @property
+    def micro_steps(self) -> int:
+        """Forward and backward passes per optimizer step."""
+        return self.completions_per_step // (self.micro_batch or self.completions_per_step)
+
+    @model_validator(mode="after")
+    def _micro_batch_divides_the_step(self) -> GRPOSettings:
+        if self.micro_batch and self.completions_per_step % self.micro_batch:
+            raise ValueError(
+                f"micro_batch {self.micro_batch} must divide the completions of a step "
+                f"(prompts_per_step x num_generations = {self.completions_per_step})"
+            )
+        return self
 
 
 @dataclass
@@ -289,8 +309,8 @@ def grpo_config(
     """The GRPOConfig: the paper's values wherever TRL's defaults differ, and the CPU setup.
 
     One optimizer step = one generation batch = ``prompts_per_step`` prompts x
-    ``num_generations`` completions (no gradient accumulation, each batch used once), in
-    one process: under ``accelerate launch`` with N processes a step would see N times that.
+    ``num_generations`` completions, each batch used once (with ``micro_batch``, in passes
+    whose gradients add up: the same step in less memory), in one process: under ``accelerate launch`` with N processes a step would see N times that.
     ``stop_ids`` end a completion: through vLLM they are its ``stop_token_ids`` (kept in the
     output, so TRL counts the completion as ended); with transformers generation the
     trainer adds them to its end-of-sequence ids (``TimedGRPOTrainer``).
@@ -322,10 +342,11 @@ def grpo_config(
         temperature=settings.temperature,
         top_p=settings.top_p,
         seed=settings.seed,
-        # batching: each step sees prompts_per_step x num_generations completions
-        per_device_train_batch_size=settings.completions_per_step,
-        gradient_accumulation_steps=1,
-        steps_per_generation=1,
+        # batching: each step generates prompts_per_step x num_generations completions and
+        # trains on them in micro_steps passes of micro_batch (the gradient accumulated)
+        per_device_train_batch_size=settings.completions_per_step // settings.micro_steps,
+        gradient_accumulation_steps=settings.micro_steps,
+        steps_per_generation=settings.micro_steps,
         # device
         use_cpu=not cuda,
         bf16=bf16,
