@@ -23,12 +23,19 @@ INTERVAL_ENV = "STACKELBERG_PROGRESS_SECONDS"
 
 
 class _LogLines(io.TextIOBase):
-    """A file for tqdm that turns each refresh of the bar into one log record."""
+    """A file for tqdm that turns each refresh of the bar into one log record (a count
+    already logged is not repeated: closing a bar redraws its last state)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last = ""
 
     def write(self, text: str) -> int:
         line = text.strip("\r\n\x1b[A ")
-        if line:
+        count = line.split(" (", 1)[0]  # "desc: n/total"
+        if line and count != self._last:
             LOGGER.info(line)
+            self._last = count
         return len(text)
 
     def flush(self) -> None:
