@@ -7,6 +7,7 @@ Prints one JSON line: step_s (mean trainer step time), generation_s and reward_s
 the rest (old/ref log-probs, loss, backward, optimizer) and the total wall time.
 
     python bench/grpo_step.py [--steps 2] [--generations 8] [--max-new-tokens 32]
+                              [--micro-batch 1]
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import tempfile
 import time
@@ -60,6 +62,9 @@ def main() -> None:
     parser.add_argument("--generations", type=int, default=8)
     parser.add_argument("--prompts-per-step", type=int, default=1)
     parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument(
+        "--micro-batch", type=int, default=None, help="completions per forward/backward pass"
+    )
     args = parser.parse_args()
     n = args.steps * args.prompts_per_step
     chats = prompts(n)
@@ -67,6 +72,7 @@ def main() -> None:
         num_generations=args.generations,
         prompts_per_step=args.prompts_per_step,
         max_completion_length=args.max_new_tokens,
+        micro_batch=args.micro_batch,
     )
     base = [BASES[i % len(BASES)] for i in range(n)]
     tokenizer = AutoTokenizer.from_pretrained(ensure_checkpoint())
@@ -92,6 +98,7 @@ def main() -> None:
         "prompts_per_step": args.prompts_per_step,
         "generations": args.generations,
         "max_new_tokens": args.max_new_tokens,
+        "micro_batch": args.micro_batch,
         "step_s": round(step_s, 3),
         "generation_s_per_step": round(gen, 3),
         "reward_s_per_step": round(rew, 5),
@@ -103,6 +110,7 @@ def main() -> None:
         ),
         "torch_threads": torch.get_num_threads(),
         "load_avg_1m": round(os.getloadavg()[0], 2),
+        "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
     }
     print(json.dumps(row))
 

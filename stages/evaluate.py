@@ -140,16 +140,16 @@ def viewer_picks(records: list[dict], n: int) -> list[int]:
 
 
 def write_viewer_pages(ctx, viewed: list[dict]) -> None:
-    """A few tournament games as static pages (reports/GAME/games), logged to MLflow."""
+    """A few tournament games as static pages (reports/GAME/games, an index of none without
+    tournaments: the stage's output always exists), logged to MLflow."""
     import mlflow
 
-    if not viewed:
-        return
     entries = [Entry(v["record"], json.dumps(v["record"]), v["label"]) for v in viewed]
     folder = write_pages(
         render_pages(entries, f"evaluate@{ctx.game}", reveal=True), ctx.path() / GAMES
     )
-    mlflow.log_artifacts(str(folder), GAMES)
+    if entries:
+        mlflow.log_artifacts(str(folder), GAMES)
 
 
 def finish(ctx, results) -> dict:
