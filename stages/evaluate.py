@@ -11,9 +11,7 @@ from __future__ import annotations
 import json
 from itertools import zip_longest
 
-import polars as pl
-
-from stackelberg.datasets import read_dataset, seed_of
+from stackelberg.datasets import of_split, read_dataset, seed_of
 from stackelberg.evaluation.ablation import VARIANT_KEY
 from stackelberg.evaluation.judge import judge_tournament
 from stackelberg.evaluation.metrics import game_metrics, mlflow_metrics
@@ -39,11 +37,14 @@ METRICS = "metrics.json"
 GAMES = "games"
 
 
-def trained_refiner(ctx, dtype: str = "auto"):
-    """The Refiner with this game's trained adapter merged in (``dtype``: an override)."""
-    update = {"adapter": str(ctx.path("grpo"))} | ({"dtype": dtype} if dtype != "auto" else {})
-    config = ctx.params.models.refiner.model_copy(update=update)
-    return ctx.model(config)
+def refiner(ctx, trained: bool):
+    """The Refiner as tournaments play it (``evaluate.refiner_dtype``), untrained or with this
+    game's trained adapter merged in: the held-out reward compares the two as they play."""
+    dtype = ctx.section.refiner_dtype
+    update = ({"adapter": str(ctx.path("grpo"))} if trained else {}) | (
+        {"dtype": dtype} if dtype != "auto" else {}
+    )
+    return ctx.model(ctx.params.models.refiner.model_copy(update=update))
 
 
 def plan(ctx) -> list[dict]:
@@ -59,7 +60,7 @@ def work(ctx, item) -> dict:
 
 def held_out_reward(ctx) -> dict:
     p = ctx.section
-    df = read_dataset(ctx.path("label"), "intents").filter(pl.col("split") == "test")
+    df = of_split(read_dataset(ctx.path("label"), "intents"), "test")
     if df.is_empty():
         return {"before": [], "after": []}
     rows, views = ctx.instances("intents", df["instance_id"].to_list())
@@ -70,8 +71,8 @@ def held_out_reward(ctx) -> dict:
     measurer = ctx.llm("measurer")
     out = {}
     bar = progress(2 * len(rows), f"evaluate@{ctx.game} held-out", "instance")
-    for name, refiner in (("before", ctx.llm("refiner")), ("after", trained_refiner(ctx))):
-        samples = sample_candidates(refiner, views, settings, seeds)
+    for name, trained in (("before", False), ("after", True)):
+        samples = sample_candidates(refiner(ctx, trained), views, settings, seeds)
         out[f"{name}_outputs"] = output_rates([c for cands in samples for c in cands])
         means = []
         for row, view, cands in zip(rows, views, samples, strict=True):
@@ -92,7 +93,7 @@ def tournaments(ctx) -> dict:
     # Each seed draws its players' model (the same for every condition: pairs stay paired).
     model_of_seed = {s: draw_model(ctx.params.models.player, s).model_dump_json() for s in seeds}
     routes = {key: ctx.model(LLMConfig.model_validate_json(key)) for key in model_of_seed.values()}
-    routes["refiner"] = trained_refiner(ctx, p.refiner_dtype)
+    routes["refiner"] = refiner(ctx, trained=True)
     judged = (p.options or {}).get("evaluator") == "llm"
     records = play_matrix(
         ctx.game,

@@ -13,10 +13,8 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-import polars as pl
-
 from stackelberg.agents.refiner import parse_refiner_output
-from stackelberg.datasets import read_dataset
+from stackelberg.datasets import of_split, read_dataset
 from stackelberg.persuasion.candidates import refiner_prompt
 from stackelberg.persuasion.measurer import measure
 from stackelberg.training.grpo import (
@@ -29,7 +27,7 @@ from stackelberg.training.grpo import (
 
 
 def plan(ctx) -> list[dict]:
-    df = read_dataset(ctx.path("label"), "intents").filter(pl.col("split") == "train")
+    df = of_split(read_dataset(ctx.path("label"), "intents"), "train")
     if df.is_empty():
         raise ValueError(f"{ctx.path('label')}: no train instances to train the Refiner on")
     return [{"label": "train", "ids": df["instance_id"].to_list()}]

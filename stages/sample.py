@@ -1,14 +1,17 @@
-"""sample: n candidates per instance from the untrained Refiner (the reward landscape before
-training); the base utterance is kept as candidate -1 so it is scored alongside."""
+"""sample: n candidates per train instance from the untrained Refiner (the reward landscape
+GRPO starts from); the base utterance is kept as candidate -1 so it is scored alongside."""
 
 from __future__ import annotations
 
-from stackelberg.datasets import batches, from_rows, read_dataset, seed_of, write_dataset
+from stackelberg.datasets import batches, from_rows, of_split, read_dataset, seed_of, write_dataset
 from stackelberg.persuasion.candidates import sample_candidates
 
 
 def plan(ctx) -> list[dict]:
-    return batches(read_dataset(ctx.path("label"), "intents"), ctx.section.batch_instances)
+    # The train split: the candidates GRPO starts from. The held-out split is sampled by
+    # the evaluate stage, before and after training.
+    train = of_split(read_dataset(ctx.path("label"), "intents"), "train")
+    return batches(train, ctx.section.batch_instances)
 
 
 def work(ctx, item) -> dict:

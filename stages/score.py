@@ -1,15 +1,18 @@
-"""score: the Measurer reward of every candidate (and of the base utterance), with its parts."""
+"""score: the Measurer reward of every sampled candidate (and of the base utterance), with its
+parts."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from stackelberg.datasets import batches, from_rows, read_dataset, write_dataset
+from stackelberg.datasets import batches, from_rows, of_split, read_dataset, write_dataset
 from stackelberg.persuasion.measurer import measure
 
 
 def plan(ctx) -> list[dict]:
-    return batches(read_dataset(ctx.path("label"), "intents"), ctx.section.batch_instances)
+    # The sample stage's candidates: the train split (evaluate scores the held-out one).
+    train = of_split(read_dataset(ctx.path("label"), "intents"), "train")
+    return batches(train, ctx.section.batch_instances)
 
 
 def work(ctx, item) -> list[dict]:

@@ -133,6 +133,11 @@ def batches(df: pl.DataFrame, size: int) -> list[dict]:
     ]
 
 
+def of_split(df: pl.DataFrame, split: str) -> pl.DataFrame:
+    """The rows of one split (``train`` or ``test``, as the select stage assigned them)."""
+    return df.filter(pl.col("split") == split)
+
+
 def seed_of(instance_id: str) -> int:
     """A stable integer seed for an instance (its game seed and event index)."""
     _, seed, event = instance_id.rsplit("-", 2)

@@ -171,7 +171,9 @@ class EvaluateParams(PlayerParams):
         default_factory=dict, description="game options of the tournament"
     )
     refiner_dtype: Dtype = Field(
-        "auto", description="the trained Refiner's dtype in tournaments (local; int8: CPU)"
+        "auto",
+        description="the Refiner's dtype in tournaments and in the held-out reward, before "
+        "and after training (local; int8: CPU)",
     )
     batch_games: int = Field(
         256, ge=1, description="tables played at once (their LLM calls batched together)"

@@ -79,11 +79,11 @@ def machine_memory_bytes() -> int:
         return 0
 
 
-#: the budget when none is configured: 1/24 of the machine's memory, at most 4 GiB (a
-#: 24 GB machine: 1 GiB, which holds the prompts of hundreds of tables of the small model)
+#: the budget when none is configured: 1/48 of the machine's memory, at most 4 GiB (a
+#: 24 GB machine: 512 MiB, the prompts of a tournament's tables of the small model)
 def auto_prefix_cache_mb() -> int:
     total = machine_memory_bytes()
-    return min(4096, total // 24 // 2**20) if total else 1024
+    return min(4096, total // 48 // 2**20) if total else 512
 
 
 #: the budget that every local backend of this process shares

@@ -1,0 +1,30 @@
+"""Which split each stage works on: sample, score and GRPO the train instances; the
+evaluate stage's held-out reward the test instances (sampled and scored there, before and
+after training), so no stage samples the held-out split twice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import polars as pl
+import pytest
+
+from stages import grpo, sample, score
+
+INTENTS = pl.DataFrame(
+    {
+        "instance_id": ["werewolf-1-4", "werewolf-2-7", "werewolf-3-2", "werewolf-4-9"],
+        "split": ["train", "test", "train", "test"],
+    }
+)
+
+
+@pytest.mark.parametrize("stage", [sample, score, grpo])
+def test_sample_score_and_grpo_plan_the_train_split_only(monkeypatch, stage):
+    monkeypatch.setattr(stage, "read_dataset", lambda path, name: INTENTS)
+    ctx = SimpleNamespace(
+        path=lambda s=None: Path(s or "x"), section=SimpleNamespace(batch_instances=1)
+    )
+    ids = [i for item in stage.plan(ctx) for i in item["ids"]]
+    assert ids == ["werewolf-1-4", "werewolf-3-2"]
