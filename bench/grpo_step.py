@@ -110,7 +110,7 @@ def main() -> None:
         ),
         "torch_threads": torch.get_num_threads(),
         "load_avg_1m": round(os.getloadavg()[0], 2),
-        "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
+        "peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
     }
     print(json.dumps(row))
 

@@ -51,9 +51,9 @@ def stage_order(targets: list[str] | None = None) -> list[str]:
         return [s for s in order if s in wanted]
 
 
-def peak_rss_gb() -> float:
-    """This process's peak resident memory so far (Linux reports kilobytes): the stage after
-    which it rises is the one that set it."""
+def peak_rss_gib() -> float:
+    """This process's peak resident memory so far, in GiB (Linux reports KiB, as does
+    ``/usr/bin/time -v``): the stage after which it rises is the one that set it."""
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
@@ -72,7 +72,7 @@ def stage_time_table(times: list[tuple[str, float, float]]) -> str:
             *((name, f"{seconds:.1f}", f"{rss:.2f}") for name, seconds, rss in rows),
             ("total", f"{total:.1f}", f"{peak:.2f}"),
         ],
-        headers=("stage", "wall s", "peak RSS GB so far"),
+        headers=("stage", "wall s", "peak RSS GiB so far"),
         colalign=("left", "right", "right"),
         disable_numparse=True,
     )
@@ -112,10 +112,10 @@ def pipeline(targets: list[str] | None = None, force: bool = False) -> dict[str,
             metrics = run_stage(stage, game or "all")
             record_in_lock(name)
             work += metrics.get("work_seconds", 0.0)
-            times.append((name, time.perf_counter() - t0, peak_rss_gb()))
+            times.append((name, time.perf_counter() - t0, peak_rss_gib()))
             print(
                 f"[{i}/{len(order)}] {name}: done in {times[-1][1]:.1f}s "
-                f"(peak RSS so far {times[-1][2]:.2f} GB)"
+                f"(peak RSS so far {times[-1][2]:.2f} GiB)"
             )
             ran.append(name)
         wall = time.perf_counter() - started

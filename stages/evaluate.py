@@ -37,14 +37,14 @@ METRICS = "metrics.json"
 GAMES = "games"
 
 
-def refiner(ctx, trained: bool):
+def refiner_config(ctx, trained: bool) -> LLMConfig:
     """The Refiner as tournaments play it (``evaluate.refiner_dtype``), untrained or with this
     game's trained adapter merged in: the held-out reward compares the two as they play."""
     dtype = ctx.section.refiner_dtype
     update = ({"adapter": str(ctx.path("grpo"))} if trained else {}) | (
         {"dtype": dtype} if dtype != "auto" else {}
     )
-    return ctx.model(ctx.params.models.refiner.model_copy(update=update))
+    return ctx.params.models.refiner.model_copy(update=update)
 
 
 def plan(ctx) -> list[dict]:
@@ -72,7 +72,7 @@ def held_out_reward(ctx) -> dict:
     out = {}
     bar = progress(2 * len(rows), f"evaluate@{ctx.game} held-out", "instance")
     for name, trained in (("before", False), ("after", True)):
-        samples = sample_candidates(refiner(ctx, trained), views, settings, seeds)
+        samples = sample_candidates(ctx.model(refiner_config(ctx, trained)), views, settings, seeds)
         out[f"{name}_outputs"] = output_rates([c for cands in samples for c in cands])
         means = []
         for row, view, cands in zip(rows, views, samples, strict=True):
@@ -87,13 +87,16 @@ def held_out_reward(ctx) -> dict:
 
 def tournaments(ctx) -> dict:
     p = ctx.section
+    # The held-out reward's Measurer and untrained Refiner leave room for the tables.
+    trained_refiner = refiner_config(ctx, trained=True)
+    ctx.release_models("player", "labeler", also=(trained_refiner,))
     trained = ctx.params.for_game("grpo", ctx.game)
     style = ctx.params.refiner_sampling(ctx.game).style
     seeds = range(p.tournament_seed, p.tournament_seed + p.tournament_games)
     # Each seed draws its players' model (the same for every condition: pairs stay paired).
     model_of_seed = {s: draw_model(ctx.params.models.player, s).model_dump_json() for s in seeds}
     routes = {key: ctx.model(LLMConfig.model_validate_json(key)) for key in model_of_seed.values()}
-    routes["refiner"] = refiner(ctx, trained=True)
+    routes["refiner"] = ctx.model(trained_refiner)
     judged = (p.options or {}).get("evaluator") == "llm"
     records = play_matrix(
         ctx.game,

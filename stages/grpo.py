@@ -34,6 +34,9 @@ def plan(ctx) -> list[dict]:
 
 
 def work(ctx, item) -> dict:
+    # Training loads its own copy of the Refiner: only the Measurer and the Refiner's
+    # tokenizer stay loaded beside it (the players and the labeler come back for evaluate).
+    ctx.release_models("refiner", "measurer")
     rows, views = ctx.instances("intents", item["ids"])
     refiner_cfg = ctx.params.models.refiner
     if refiner_cfg.backend != "local":
