@@ -93,6 +93,12 @@ class LLMAgent(Agent):
         self.temperature = temperature
         self.top_p = top_p
 
+    @classmethod
+    def needs_llm(cls, options: dict[str, Any]) -> bool:
+        """Whether this kind, with these options, asks an LLM (``make_agent`` refuses to
+        build it without one)."""
+        return True
+
     def setup(self, game, player, rng) -> None:
         super().setup(game, player, rng)
         self.lines: list[str] = []
