@@ -4,6 +4,8 @@ Two work items: the held-out Measurer reward (test instances; n candidates from 
 Refiner; paired by instance) and the win-rate tournaments by camp (X and refiner+X on the
 same seeds; a scored game, Sotopia, reports its dimensions instead, scored by its rules or,
 with the game option ``evaluator: llm``, by models.labeler). Writes reports/GAME/metrics.json (DVC metrics) and PNG plots, logs to MLflow.
+``rl_ins`` seats play with the tactics stage's policy (models/tactics/onuw), handed to them
+on the ``tactics`` route.
 """
 
 from __future__ import annotations

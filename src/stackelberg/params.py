@@ -122,7 +122,7 @@ class PlayerParams(Settings):
     reasoning_tokens: int = Field(
         48,
         ge=4,
-        description="recon, lasi, belief, llm_ins players: new tokens per reasoning step "
+        description="recon, lasi, belief, llm_ins, rl_ins players: new tokens per reasoning step "
         "(analysis, draft, strategy, belief)",
     )
     max_prompt_tokens: int = Field(512, ge=128, description="LLM players: prompt budget")

@@ -10,7 +10,7 @@ tactic helps depends on the seat, and that is what the policy learns.
 from __future__ import annotations
 
 from stackelberg.agents.prompts.onuw import TACTICS
-from stackelberg.agents.scripted.onuw import ONUWScripted
+from stackelberg.agents.scripted.onuw import ONUWScripted, the
 
 #: the tactics' names, in the policy's output order
 TACTIC_NAMES: tuple[str, ...] = tuple(name for name, _ in TACTICS)
@@ -75,14 +75,15 @@ class TacticSpeaker(ONUWScripted):
         return self._defense(honest)
 
     def _defense(self, honest: bool) -> str:
+        """Itself, restating a role (listeners read the claim, not the denial), or another."""
         accuser = self.accuser()
         answer = f" {player(accuser)} is lying." if accuser is not None else ""
         if honest:
             if not self.holds_werewolf:
-                return f"I am not a werewolf.{answer}"
+                return f"I am not a werewolf. I am {the(self.acting)}.{answer}"
             return f"{player(self.trusted())} is not a werewolf."
         if self.holds_werewolf:
-            return f"I am not a werewolf.{answer}"
+            return f"I am not a werewolf. I am {the(self.fake or 'villager')}.{answer}"
         partners = [q for q in self.wolves if q != self.player]
         shielded = partners[0] if self.evil and partners else self.suspect()
         return f"{player(shielded)} is not a werewolf."
