@@ -26,8 +26,9 @@ from stackelberg.games.base import SPEAK
 from stackelberg.params import ParamsError, load_params
 from stackelberg.training.tactics import TacticsSettings, play_learner, train_tactics
 
-#: the training of the comparison (a few seconds) and the held-out seeds it is judged on
-TRAINING = TacticsSettings(episodes=2000, batch_games=100, seed=0)
+#: the training of the comparison (about 4 s here) and the held-out seeds it is judged on:
+#: trained 41.2% vs uniform 29.8%, gain +0.113 [+0.080, +0.148] when this was written
+TRAINING = TacticsSettings(episodes=3000, batch_games=100, seed=0)
 HELD_OUT = range(500_000, 500_600)
 
 
