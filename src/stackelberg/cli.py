@@ -153,14 +153,14 @@ def cmd_play(args: argparse.Namespace) -> int:
         kinds[args.human - 1] = HumanAgent.kind
     for kind in set(kinds) - {HumanAgent.kind}:
         check_kind(kind, args.game)  # before a backend loads
-    judged = options.get("evaluator") == "llm"  # a scored game's LLM evaluator
-    llm = _backend(args) if judged or any(k in LLM_AGENT_KINDS for k in kinds) else None
-    agent_options = {"choice": args.choice}
     policy = None
-    if args.tactics and "rl_ins" in kinds:
+    if args.tactics and "rl_ins" in kinds:  # before a backend loads
         from stackelberg.agents.tactics.policy import load_policy
 
         policy = load_policy(args.tactics)
+    judged = options.get("evaluator") == "llm"  # a scored game's LLM evaluator
+    llm = _backend(args) if judged or any(k in LLM_AGENT_KINDS for k in kinds) else None
+    agent_options = {"choice": args.choice}
 
     def seat(kind: str) -> Any:
         if kind == HumanAgent.kind:
