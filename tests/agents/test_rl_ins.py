@@ -20,7 +20,7 @@ from stackelberg.agents.tactics.features import FEATURES, features
 from stackelberg.agents.tactics.policy import SHAPE, TacticPolicy, load_policy, save_policy
 from stackelberg.agents.tactics.speech import TACTIC_NAMES, TacticSpeaker
 from stackelberg.evaluation.stats import paired_bootstrap_diff
-from stackelberg.evaluation.tournament import build_agent
+from stackelberg.evaluation.tournament import build_agent, play_matrix
 from stackelberg.games import ConfigError, make_game
 from stackelberg.games.base import SPEAK
 from stackelberg.params import ParamsError, load_params
@@ -157,6 +157,32 @@ def test_a_tournament_hands_rl_ins_the_policy_of_its_route():
     wrapped = build_agent("refiner+rl_ins", "onuw", routes)
     assert wrapped.kind == "refiner+rl_ins" and wrapped.inner.policy is policy
     assert build_agent("rl_ins", "onuw", {"default": object()}).policy is None  # uniform
+
+
+def test_a_tournament_plays_rl_ins_seats_with_the_policy_on_its_route():
+    """As the evaluate stage does: the policy beside the backends, under ``tactics``. A
+    policy that always picks one tactic shows in every tactic note."""
+    policy = TacticPolicy(hidden=4)
+    with torch.no_grad():
+        policy.net[-1].bias.copy_(torch.tensor([0.0, 0, 0, 0, 50.0, 0]))
+    records = play_matrix(
+        "onuw",
+        ["rl_ins"],
+        range(3),
+        opponent="scripted",
+        llm_routes={"tactics": policy},
+        agent_options={"speech": "template"},
+        options={"discussion_rounds": 1},
+        keep_games=True,
+    )
+    notes = [
+        e["data"]["text"]
+        for r in records
+        for e in r["game_record"]["events"]
+        if e["type"] == "reasoning"
+    ]
+    assert records and notes  # (a deal with no werewolf among the players has no such camp)
+    assert all(n.startswith("deceptive accusation:") for n in notes)
 
 
 @pytest.fixture(scope="module")
