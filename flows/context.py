@@ -28,6 +28,7 @@ LAYOUT = {
     "sample": "data/candidates/{game}.parquet",
     "score": "data/scores/{game}.parquet",
     "grpo": "models/refiner/{game}",
+    "tactics": "models/tactics/{game}",
     "evaluate": "reports/{game}",
     "report": "reports/summary.md",
 }
@@ -40,7 +41,8 @@ INPUTS = {
     "sample": ["label", "selfplay", "base_model"],
     "score": ["sample", "label", "selfplay", "base_model"],
     "grpo": ["label", "selfplay", "base_model"],
-    "evaluate": ["grpo", "label", "selfplay", "base_model"],
+    "tactics": [],
+    "evaluate": ["grpo", "tactics", "label", "selfplay", "base_model"],
     "report": [],
 }
 #: stages that run once, not per game: the params section they read

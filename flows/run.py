@@ -7,6 +7,7 @@ through its Prefect flow (flows/stage.py), with user mistakes reported in one li
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
 from flows.context import LAYOUT, NOT_PER_GAME
@@ -23,8 +24,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.game:
             parser.error(f"{args.stage} runs once for all games; give no game")
         return run_cli(args.stage, "all")
+    games = getattr(importlib.import_module(f"stages.{args.stage}"), "GAMES", GAME_NAMES)
     if not args.game:
-        parser.error(f"{args.stage} runs per game; give one of: {', '.join(GAME_NAMES)}")
+        parser.error(f"{args.stage} runs per game; give one of: {', '.join(games)}")
+    if args.game not in games:  # a stage may run for some games only (tactics: onuw)
+        parser.error(f"{args.stage} runs for {', '.join(games)} only, not {args.game}")
     return run_cli(args.stage, args.game)
 
 

@@ -4,6 +4,8 @@ Two work items: the held-out Measurer reward (test instances; n candidates from 
 Refiner; paired by instance) and the win-rate tournaments by camp (X and refiner+X on the
 same seeds; a scored game, Sotopia, reports its dimensions instead, scored by its rules or,
 with the game option ``evaluator: llm``, by models.labeler). Writes reports/GAME/metrics.json (DVC metrics) and PNG plots, logs to MLflow.
+``rl_ins`` seats play with the tactics stage's policy (models/tactics/onuw), handed to them
+on the ``tactics`` route.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import json
 from itertools import zip_longest
 
+from stackelberg.agents.rl_ins import TACTICS_ROUTE, RLInstructedAgent
+from stackelberg.agents.tactics.policy import load_policy
 from stackelberg.datasets import of_split, read_dataset, seed_of
 from stackelberg.evaluation.ablation import VARIANT_KEY
 from stackelberg.evaluation.judge import judge_tournament
@@ -21,7 +25,7 @@ from stackelberg.evaluation.plots import (
     plot_scores,
     plot_win_rates,
 )
-from stackelberg.evaluation.tournament import play_matrix
+from stackelberg.evaluation.tournament import parse_condition, play_matrix
 from stackelberg.io import atomic_writer
 from stackelberg.llm import LLMConfig
 from stackelberg.params import draw_model
@@ -33,6 +37,7 @@ from stackelberg.training.grpo import output_rates as training_rates
 from stackelberg.viewer import Entry, render_pages, write_pages
 
 METRICS = "metrics.json"
+RL_INS = RLInstructedAgent.kind
 #: the viewer pages of a few tournament games, beside the metrics
 GAMES = "games"
 
@@ -97,6 +102,8 @@ def tournaments(ctx) -> dict:
     model_of_seed = {s: draw_model(ctx.params.models.player, s).model_dump_json() for s in seeds}
     routes = {key: ctx.model(LLMConfig.model_validate_json(key)) for key in model_of_seed.values()}
     routes["refiner"] = ctx.model(trained_refiner)
+    if RL_INS in {parse_condition(c)[0] for c in (*p.conditions, p.opponent)}:
+        routes[TACTICS_ROUTE] = load_policy(ctx.path("tactics"))  # the tactics stage's
     judged = (p.options or {}).get("evaluator") == "llm"
     records = play_matrix(
         ctx.game,

@@ -55,6 +55,7 @@ def test_set_option_and_mixed_agents(tmp_path):
         (["play", "werewolf", "--agents", "genius"], "unknown agent 'genius'"),
         (["play", "avalon", "--agents", "llm_ins"], "agent 'llm_ins' plays onuw only, not avalon"),
         (["play", "werewolf", "--agents", "random,random"], "2 kinds listed"),
+        (["play", "onuw", "--agents", "rl_ins", "--tactics", "nowhere"], "no tactic policy in"),
         (["play", "werewolf", "--games", "0"], "--games"),
         (
             ["play", "onuw", "--agents", "direct", "--backend", "anthropic", "--model", "c"]

@@ -153,6 +153,11 @@ def cmd_play(args: argparse.Namespace) -> int:
         kinds[args.human - 1] = HumanAgent.kind
     for kind in set(kinds) - {HumanAgent.kind}:
         check_kind(kind, args.game)  # before a backend loads
+    policy = None
+    if args.tactics and "rl_ins" in kinds:  # before a backend loads
+        from stackelberg.agents.tactics.policy import load_policy
+
+        policy = load_policy(args.tactics)
     judged = options.get("evaluator") == "llm"  # a scored game's LLM evaluator
     llm = _backend(args) if judged or any(k in LLM_AGENT_KINDS for k in kinds) else None
     agent_options = {"choice": args.choice}
@@ -161,7 +166,8 @@ def cmd_play(args: argparse.Namespace) -> int:
         if kind == HumanAgent.kind:
             return HumanAgent()
         if kind in LLM_AGENT_KINDS:
-            return make_agent(kind, args.game, llm=llm, **agent_options)
+            extra = {"policy": policy} if kind == "rl_ins" else {}
+            return make_agent(kind, args.game, llm=llm, **agent_options, **extra)
         return make_agent(kind, args.game)
 
     for kind in set(kinds) - {HumanAgent.kind}:
@@ -339,6 +345,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["auto", "score", "generate"],
         help="how LLM agents choose among options: score them, answer a numbered list, or "
         "auto (score where the backend can)",
+    )
+    play.add_argument(
+        "--tactics",
+        metavar="FOLDER",
+        help="rl_ins seats: the trained tactic policy (models/tactics/onuw); without it they "
+        "draw their tactics uniformly",
     )
     play.add_argument(
         "--batch-games",

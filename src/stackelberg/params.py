@@ -3,7 +3,8 @@
 Every section is a pydantic model with ``extra="forbid"``: an unknown key or a bad value
 stops the run with one line naming the key. The sections of the method's stages are the
 library's own settings classes (``label``: LabelSettings, ``sample``: SampleSettings,
-``score``: ScoreSettings, ``grpo``: GRPOSettings), so a key is defined once. Per-game tuning lives in ``game_overrides``
+``score``: ScoreSettings, ``grpo``: GRPOSettings, ``tactics``: TacticsSettings), so a key is
+defined once. Per-game tuning lives in ``game_overrides``
 (e.g. ``game_overrides.werewolf.grpo.learning_rate``) so that DVC reruns only that game's
 stages when one game's values change, while ``dvc exp run -S score.variant=pos_only``
 changes a shared value for every game.
@@ -33,6 +34,8 @@ from stackelberg.persuasion.intents import LabelSettings
 from stackelberg.persuasion.measurer import ScoreSettings
 from stackelberg.settings import Settings, one_line
 from stackelberg.training.grpo import GRPOSettings
+from stackelberg.training.tactics import GAME as TACTICS_GAME
+from stackelberg.training.tactics import TacticsSettings
 
 GameName = Annotated[str, AfterValidator(check_game_name)]
 
@@ -119,7 +122,7 @@ class PlayerParams(Settings):
     reasoning_tokens: int = Field(
         48,
         ge=4,
-        description="recon, lasi, belief, llm_ins players: new tokens per reasoning step "
+        description="recon, lasi, belief, llm_ins, rl_ins players: new tokens per reasoning step "
         "(analysis, draft, strategy, belief)",
     )
     max_prompt_tokens: int = Field(512, ge=128, description="LLM players: prompt budget")
@@ -221,6 +224,9 @@ class Params(Settings):
     score: ScoreSettings = _section(ScoreSettings, "the Measurer reward of each candidate")
     grpo: GRPOSettings = _section(GRPOSettings, "GRPO training of the Refiner's LoRA")
     evaluate: EvaluateParams = _section(EvaluateParams, "held-out reward and win-rate tournaments")
+    tactics: TacticsSettings = _section(
+        TacticsSettings, "the rl_ins tactic policy: REINFORCE on scripted ONUW self-play"
+    )
     tracking: TrackingParams = _section(TrackingParams, "where MLflow records the runs")
     orchestration: OrchestrationParams = _section(OrchestrationParams, "Prefect: retries, schedule")
     game_overrides: dict[GameName, dict[str, dict[str, Any]]] = Field(
@@ -289,7 +295,7 @@ def _where(role: str, entry: ModelEntry, i: int) -> str:
 def check_pairings(params: Params) -> None:
     """Refuse, before anything starts, what cannot work: a role on a backend that cannot do
     what the role needs, and agents that do not exist or do not fit the game."""
-    from stackelberg.agents import LLM_AGENT_KINDS, seat_agents
+    from stackelberg.agents import LLM_AGENT_KINDS, llm_agent_class, seat_agents
     from stackelberg.evaluation.tournament import build_agent
     from stackelberg.games import ConfigError, make_game
 
@@ -322,11 +328,21 @@ def check_pairings(params: Params) -> None:
             n = make_game(game, selfplay.options).reset(selfplay.seed).n_players
             for kind in seat_agents(selfplay.agents, n):
                 build_agent(kind, game, {"default": _NoModel()} if kind in LLM_AGENT_KINDS else {})
+                if kind in LLM_AGENT_KINDS and getattr(llm_agent_class(kind), "route_args", None):
+                    raise ParamsError(
+                        f"{game}: selfplay.agents: {kind} plays with a trained model of a later "
+                        "stage (rl_ins: the tactics stage's policy); name it in "
+                        "evaluate.conditions instead"
+                    )
             for condition in (*evaluate.conditions, evaluate.opponent):
                 build_agent(condition, game, {"default": _NoModel(), "refiner": _NoModel()})
             make_game(game, evaluate.options)
         except ConfigError as err:
             raise ParamsError(f"{game}: {err}") from None
+    try:
+        make_game(TACTICS_GAME, params.tactics.options)
+    except ConfigError as err:
+        raise ParamsError(f"tactics.options: {err}") from None
 
 
 class _NoModel:

@@ -1,4 +1,4 @@
-"""The paper's baseline players (recon, lasi, belief, llm_ins): whole games in both choice
+"""The paper's baseline players (recon, lasi, belief, llm_ins, rl_ins): whole games in both choice
 modes on the loopback server (scored options and answers in words), their private
 reasoning in the record, their LLM calls per decision, ``refiner+X`` around each, and a
 game on the embedded model."""
@@ -19,14 +19,23 @@ from stackelberg.games.base import SPEAK
 from stackelberg.viewer import event_line
 
 #: each baseline and the games it plays
-BASELINES = {"recon": tuple(GAMES), "lasi": tuple(GAMES), "belief": ("onuw",), "llm_ins": ("onuw",)}
+BASELINES = {
+    "recon": tuple(GAMES),
+    "lasi": tuple(GAMES),
+    "belief": ("onuw",),
+    "llm_ins": ("onuw",),
+    "rl_ins": ("onuw",),
+}
 #: the steps of each, as the record names them
 STEPS = {
     "recon": {"first_order", "draft"},
     "lasi": {"analysis", "strategy", "action"},
     "belief": {"belief"},
     "llm_ins": {"belief", "tactic"},
+    "rl_ins": {"belief", "tactic"},
 }
+#: steps noted without an LLM call (rl_ins: its policy picks the tactic)
+NO_CALL = {"rl_ins": {"tactic"}}
 #: short games: fewer rounds, small budgets
 OPTIONS = {"onuw": {"discussion_rounds": 1}}
 SMALL = {"speech_tokens": 12, "reasoning_tokens": 12, "max_prompt_tokens": 640}
@@ -43,7 +52,7 @@ def expected_calls(kind: str, decision, history: bool) -> int:
     if kind == "lasi":  # analysis (once there is history), strategy, action (speech), act
         return history + 1 + speech + 1
     day = decision.kind in (SPEAK, "vote")
-    if kind == "belief":  # belief, act; night actions: the act
+    if kind in ("belief", "rl_ins"):  # belief, act (rl_ins: its tactic is no call); night: act
         return 2 if day else 1
     return 3 if speech else 2 if day else 1  # llm_ins: belief, tactic (speech), act
 
@@ -134,10 +143,11 @@ def test_a_game_is_legal_and_each_decision_takes_its_steps(api, kind, game_name,
     assert calls and all(n == expected_calls(kind, d, seen) for d, seen, n in calls)
     reasoning = [e for e in record["events"] if e["type"] == "reasoning"]
     assert {e["data"]["step"] for e in reasoning} == STEPS[kind]
-    # one note per step: calls are the notes, the acts (one per decision with a choice
-    # to make) and nothing else
+    # one note per step: calls are the notes of LLM steps, the acts (one per decision with
+    # a choice to make) and nothing else
     acts = sum(n > 0 for _, _, n in calls)
-    assert sum(n for _, _, n in calls) == len(reasoning) + acts
+    called = [e for e in reasoning if e["data"]["step"] not in NO_CALL.get(kind, ())]
+    assert sum(n for _, _, n in calls) == len(called) + acts
 
 
 @pytest.mark.parametrize("kind", list(BASELINES))
@@ -148,7 +158,7 @@ def test_scored_options_play_a_legal_game_with_the_same_steps(api, kind):
     rule_check(record)
     assert all(p["choice"] == "score" for p in record["players"][::2])
     assert all(n == expected_calls(kind, d, seen) for d, seen, n in calls)
-    if kind == "llm_ins":  # the tactic is chosen like an option: one of the six, scored
+    if kind in ("llm_ins", "rl_ins"):  # one of the six tactics (llm_ins: scored as an option)
         tactics = [e["data"]["text"] for e in record["events"] if e["data"].get("step") == "tactic"]
         assert tactics and all(
             t.split(":")[0].split()[0] in ("honest", "deceptive") for t in tactics
@@ -189,8 +199,8 @@ def test_refiner_wraps_it_and_keeps_its_reasoning(api, kind):
 
 
 def test_onuw_only_kinds_are_refused_elsewhere_in_one_line():
-    assert {"recon", "lasi", "belief", "llm_ins"} <= set(AGENT_KINDS)
-    for kind in ("belief", "llm_ins"):
+    assert {"recon", "lasi", "belief", "llm_ins", "rl_ins"} <= set(AGENT_KINDS)
+    for kind in ("belief", "llm_ins", "rl_ins"):
         for game in GAMES:
             if game == "onuw":
                 check_kind(kind, game)

@@ -121,3 +121,15 @@ def test_the_report_depends_on_the_metrics_of_every_game():
     keeps the list equal to the registry of games."""
     metrics = [d for d in dvc_stages()["report"] if d.startswith("reports/")]
     assert metrics == [f"reports/{game}/metrics.json" for game in GAME_NAMES]
+
+
+def test_the_tactics_stage_runs_for_the_games_rl_ins_plays():
+    """The tactics stage's foreach lists the games by hand (not ``${games}``): keep it equal
+    to the games rl_ins plays, in the registry's order, and to the stage's own GAMES."""
+    from stackelberg.agents.rl_ins import RLInstructedAgent
+    from stages.tactics import GAMES
+
+    listed = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["tactics"]["foreach"]
+    assert listed == [g for g in GAME_NAMES if g in RLInstructedAgent.games] == list(GAMES)
+    evaluate = dvc_stages()["evaluate"]
+    assert all(f"models/tactics/{game}" in evaluate for game in listed)

@@ -54,6 +54,8 @@ SHRINK = {
     "evaluate.max_prompt_tokens": 1024,
     "evaluate.conditions": ["direct", "refiner+direct"],
     "evaluate.batch_games": 16,
+    "tactics.episodes": 200,
+    "tactics.eval_games": 20,
     "orchestration.task_retries": 0,
 }
 

@@ -17,6 +17,7 @@ LLM_AGENTS = {
     "lasi": ("baselines", "LasiAgent"),
     "belief": ("baselines", "BeliefAgent"),
     "llm_ins": ("baselines", "LLMInstructedAgent"),
+    "rl_ins": ("rl_ins", "RLInstructedAgent"),
 }
 LLM_AGENT_KINDS = tuple(LLM_AGENTS)
 AGENT_KINDS = ("random", "scripted", *LLM_AGENT_KINDS)
@@ -46,7 +47,7 @@ def make_agent(kind: str, game: str, llm: Any = None, **options: Any) -> Agent:
     if kind in LLM_AGENT_KINDS:
         check_kind(kind, game)
         cls = llm_agent_class(kind)
-        if llm is None:
+        if llm is None and cls.needs_llm(options):
             raise ConfigError(f"agent {kind!r} needs an LLM backend (e.g. --backend local)")
         return cls(llm, **options)
     raise ConfigError(f"unknown agent {kind!r}; choose one of: {', '.join(AGENT_KINDS)}")

@@ -88,10 +88,16 @@ class LLMAgent(Agent):
         self.max_prompt_tokens = max_prompt_tokens
         self.speech_tokens = speech_tokens
         self.thought_tokens = thought_tokens  # react only: its thought before each act
-        #: the multi-step players (recon, lasi, belief, llm_ins): each step's answer
+        #: the multi-step players (recon, lasi, belief, llm_ins, rl_ins): each step's answer
         self.reasoning_tokens = reasoning_tokens
         self.temperature = temperature
         self.top_p = top_p
+
+    @classmethod
+    def needs_llm(cls, options: dict[str, Any]) -> bool:
+        """Whether this kind, with these options, asks an LLM (``make_agent`` refuses to
+        build it without one)."""
+        return True
 
     def setup(self, game, player, rng) -> None:
         super().setup(game, player, rng)

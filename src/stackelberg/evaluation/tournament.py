@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from stackelberg.agents import LLM_AGENT_KINDS, Agent, make_agent
+from stackelberg.agents import LLM_AGENT_KINDS, Agent, llm_agent_class, make_agent
 from stackelberg.agents.refiner import REFINER_ROUTE, RefinerAgent
 from stackelberg.agents.runner import Table, play_tables
 from stackelberg.games import ConfigError, game_spec, make_game
@@ -85,6 +85,10 @@ def build_agent(
     options = dict(agent_options or {}) if inner in LLM_AGENT_KINDS else {}
     if inner in LLM_AGENT_KINDS and route != DEFAULT_ROUTE:
         options["route"] = route
+    if inner in LLM_AGENT_KINDS:  # what a kind reads from a named route (rl_ins: its policy)
+        for name, arg in getattr(llm_agent_class(inner), "route_args", {}).items():
+            if name in routes:
+                options[arg] = routes[name]
     agent = make_agent(inner, game_name, llm=routes.get(route), **options)
     if not refined:
         return agent

@@ -49,7 +49,7 @@ RULE_CHANGES: tuple[tuple[str, Any, str, str], ...] = (
     ),
 )
 
-#: The speaking tactics an ``llm_ins`` player picks from before it speaks ("Learning to
+#: The speaking tactics an ``llm_ins`` (or ``rl_ins``) player picks from before it speaks ("Learning to
 #: Discuss Strategically", Jin et al. 2024): honest (consistent with what the player knows
 #: and believes) or deceptive (not), each as evidence, accusation or defense.
 TACTICS: tuple[tuple[str, str], ...] = (

@@ -292,11 +292,15 @@ class ONUWScripted(Agent):
 
     # ---- speech ------------------------------------------------------------------------------
     def _claim(self) -> str:
-        role, me = self.acting, self.player
         if self.dealt == "tanner":
             return "I would rather not say my role."
-        if self.evil or role in ("werewolf", "minion"):
+        if self.evil or self.acting in ("werewolf", "minion"):
             return self._fake_claim()
+        return self._true_claim()
+
+    def _true_claim(self) -> str:
+        """What this player truly was and saw at night (for the werewolf team too)."""
+        role, me = self.acting, self.player
         prefix = ""
         if self.dealt == "doppelganger":
             prefix = (
@@ -322,6 +326,10 @@ class ONUWScripted(Agent):
             if self.card_now == "insomniac":
                 return prefix + "I am the Insomniac. I am still the Insomniac."
             return prefix + f"I am the Insomniac. My card is now {the(self.card_now)}."
+        if role == "werewolf":
+            others = [q for q in self.wolves if q != me]
+            if others:
+                return prefix + f"I am a Werewolf. Player {others[0] + 1} is a Werewolf too."
         if role == "mason":
             others = [q for q in self.masons if q != me]
             if others:

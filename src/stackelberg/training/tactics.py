@@ -1,0 +1,175 @@
+"""REINFORCE for the ``rl_ins`` tactic policy, on scripted self-play of the ONUW engine.
+
+Each game has one learner seat (drawn from the seed) played by ``rl_ins`` with template
+speeches; every other seat is the scripted player. The reward of the learner's speeches is
+1 when its final camp wins, else 0; the baseline is a running mean of that reward per
+final camp (fixed by the night, before any speech, so it does not bias the gradient). Games
+are played ``batch_games`` at a time, one policy update per batch. The same settings give
+the same policy: the games are seeded, the update runs on one thread.
+
+Importing this module does not import torch; ``train_tactics`` does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from pydantic import Field
+
+from stackelberg.agents import make_agent
+from stackelberg.agents.runner import Table, play_tables
+from stackelberg.games import make_game
+from stackelberg.games.onuw import ROLE_TEAM
+from stackelberg.settings import Settings
+
+#: the game the policy plays (``rl_ins`` plays ONUW only)
+GAME = "onuw"
+#: evaluation seeds start here, apart from the training games' seeds
+EVAL_SEEDS = 1_000_000
+
+
+class TacticsSettings(Settings):
+    """The ``tactics`` section of params.yaml: how the rl_ins tactic policy is trained."""
+
+    episodes: int = Field(
+        4000, ge=1, lt=EVAL_SEEDS, description="self-play games the policy learns from"
+    )
+    batch_games: int = Field(100, ge=1, description="games per policy update (played at once)")
+    learning_rate: float = Field(0.02, gt=0, description="Adam's learning rate")
+    hidden: int = Field(32, ge=1, description="units of the policy's hidden layer")
+    entropy: float = Field(
+        0.01, ge=0, description="entropy bonus: keeps the choice from collapsing early"
+    )
+    baseline_decay: float = Field(
+        0.9, ge=0, lt=1, description="running mean of the reward per camp: weight of the past"
+    )
+    eval_games: int = Field(
+        400,
+        ge=0,
+        description="held-out seeds played by the trained and by the uniform tactic choice "
+        "(paired), reported with their difference",
+    )
+    seed: int = Field(0, description="seed of the first training game and of the weights")
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="ONUW options of the games (docs/games.md)"
+    )
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Torch on one thread inside the block (the same sums in the same order: the same
+    weights on any machine), the caller's thread count restored after."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def learner_seat(seed: int, n_players: int) -> int:
+    return random.Random(f"learner:{seed}").randrange(n_players)
+
+
+def play_learner(policy: Any, seeds: Sequence[int], options: dict[str, Any] | None = None):
+    """Games on ``seeds``, the learner seat ``rl_ins`` with ``policy`` (None: the uniform
+    choice) and template speeches, the others scripted. Per game: (won, final camp of the
+    learner, its (features, tactic) choices)."""
+    tables, learners = [], []
+    for seed in seeds:
+        game = make_game(GAME, dict(options or {}))
+        n = game.reset(seed).n_players
+        seat = learner_seat(seed, n)
+        agents = [
+            make_agent("rl_ins", GAME, policy=policy, speech="template")
+            if i == seat
+            else make_agent("scripted", GAME)
+            for i in range(n)
+        ]
+        tables.append(Table(game, agents, seed))
+        learners.append(seat)
+    records = play_tables(tables)
+    return [
+        (
+            seat in rec["result"]["winners"],
+            ROLE_TEAM[rec["result"]["final_roles"][seat]],
+            table.agents[seat].choices,
+        )
+        for seat, rec, table in zip(learners, records, tables, strict=True)
+    ]
+
+
+def eval_seeds(settings: TacticsSettings) -> range:
+    start = EVAL_SEEDS + settings.seed
+    return range(start, start + settings.eval_games)
+
+
+def train_tactics(
+    settings: TacticsSettings, on_step: Callable[[dict[str, float]], None] | None = None
+) -> tuple[Any, list[dict[str, float]]]:
+    """The trained ``TacticPolicy`` and its training curve (one entry per update)."""
+    import torch
+
+    from stackelberg.agents.tactics.policy import TacticPolicy
+
+    with one_thread():
+        torch.manual_seed(settings.seed)
+        policy = TacticPolicy(settings.hidden)
+        optimizer = torch.optim.Adam(policy.parameters(), lr=settings.learning_rate)
+        baseline: dict[str, float] = {}
+        history = []
+        first = settings.seed
+        for start in range(0, settings.episodes, settings.batch_games):
+            size = min(settings.batch_games, settings.episodes - start)
+            policy.eval()
+            games = play_learner(
+                policy, range(first + start, first + start + size), settings.options
+            )
+            vectors, actions, advantages = [], [], []
+            for won, camp, choices in games:
+                advantage = float(won) - baseline.get(camp, 0.5)
+                for vector, action in choices:
+                    vectors.append(vector)
+                    actions.append(action)
+                    advantages.append(advantage)
+            for camp in {camp for _, camp, _ in games}:
+                mean = sum(w for w, c, _ in games if c == camp) / sum(
+                    c == camp for _, c, _ in games
+                )
+                old = baseline.get(camp, mean)
+                baseline[camp] = (
+                    settings.baseline_decay * old + (1 - settings.baseline_decay) * mean
+                )
+            step = {"games": start + size, "win_rate": sum(w for w, _, _ in games) / size}
+            if vectors:
+                policy.train()
+                logp = torch.log_softmax(policy(torch.tensor(vectors)), -1)
+                chosen = logp[torch.arange(len(actions)), torch.tensor(actions)]
+                entropy = -(logp.exp() * logp).sum(-1).mean()
+                loss = -(chosen * torch.tensor(advantages)).mean() - settings.entropy * entropy
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                step |= {"loss": loss.item(), "entropy": entropy.item()}
+            history.append(step)
+            if on_step is not None:
+                on_step(step)
+        policy.eval()
+    return policy, history
+
+
+__all__ = [
+    "EVAL_SEEDS",
+    "GAME",
+    "TacticsSettings",
+    "eval_seeds",
+    "learner_seat",
+    "one_thread",
+    "play_learner",
+    "train_tactics",
+]

@@ -1,0 +1,85 @@
+"""tactics: train the rl_ins tactic policy (REINFORCE on scripted ONUW self-play).
+
+One work item: the training run, then the trained and the uniform tactic choice on the
+same held-out seeds. Writes models/tactics/onuw (the policy, its shape, the training
+curve and the comparison); logs the curve and the comparison to MLflow. ONUW only.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+from stackelberg.agents.tactics.policy import TacticPolicy, save_policy
+from stackelberg.evaluation.stats import paired_bootstrap_diff, wilson
+from stackelberg.games import ConfigError
+from stackelberg.io import atomic_writer
+from stackelberg.progress import progress
+from stackelberg.training.tactics import GAME, eval_seeds, one_thread, play_learner, train_tactics
+
+#: the games this stage runs for (flows/run.py refuses the others)
+GAMES = (GAME,)
+#: the training curve and the held-out comparison, beside the policy
+HISTORY = "history.json"
+
+
+def plan(ctx) -> list[dict]:
+    if ctx.game not in GAMES:
+        raise ConfigError(f"tactics: rl_ins plays {GAME} only; no tactic policy for {ctx.game}")
+    return [{"label": "train"}]
+
+
+def work(ctx, item) -> dict:
+    import torch
+
+    settings = ctx.section
+    bar = progress(settings.episodes, f"tactics@{ctx.game} training", "game")
+    policy, history = train_tactics(settings, on_step=lambda s: bar.update(s["games"] - bar.n))
+    bar.close()
+    seeds = eval_seeds(settings)
+    with one_thread():
+        trained = [won for won, _, _ in play_learner(policy, seeds, settings.options)]
+        uniform = [won for won, _, _ in play_learner(None, seeds, settings.options)]
+    weights = io.BytesIO()
+    torch.save(policy.state_dict(), weights)
+    return {
+        "weights": weights.getvalue(),
+        "history": history,
+        "trained": trained,
+        "uniform": uniform,
+    }
+
+
+def finish(ctx, results) -> dict:
+    import mlflow
+    import torch
+
+    res = results[0]
+    settings = ctx.section
+    policy = TacticPolicy(settings.hidden)
+    policy.load_state_dict(torch.load(io.BytesIO(res["weights"]), weights_only=True))
+    out = save_policy(policy, ctx.path(), game=ctx.game, settings=settings.model_dump(mode="json"))
+    trained, uniform = res["trained"], res["uniform"]
+    comparison = {}
+    if trained:
+        diff = paired_bootstrap_diff(uniform, trained, seed=settings.seed)
+        comparison = {
+            "trained": wilson(sum(trained), len(trained)).to_dict(),
+            "uniform": wilson(sum(uniform), len(uniform)).to_dict(),
+            "difference": diff.to_dict(),
+        }
+    with atomic_writer(out / HISTORY) as fh:
+        json.dump({"history": res["history"], "held_out": comparison}, fh, indent=1)
+    for step, metrics in enumerate(res["history"], 1):
+        mlflow.log_metrics({f"train/{k}": float(v) for k, v in metrics.items()}, step=step)
+    mlflow.log_artifacts(str(out), "tactics")
+    metrics = {"updates": len(res["history"])}
+    if comparison:
+        metrics |= {
+            "win_rate_trained": comparison["trained"]["estimate"],
+            "win_rate_uniform": comparison["uniform"]["estimate"],
+            "win_rate_gain": comparison["difference"]["estimate"],
+            "win_rate_gain_low": comparison["difference"]["ci"][0],
+            "win_rate_gain_high": comparison["difference"]["ci"][1],
+        }
+    return metrics
