@@ -1,4 +1,4 @@
-"""The paper's baseline players (recon, lasi, belief, llm_ins, rl_ins): whole games in both choice
+"""The paper's baseline players (recon, lasi, belief, llm_ins, rl_ins, metamind): whole games in both choice
 modes on the loopback server (scored options and answers in words), their private
 reasoning in the record, their LLM calls per decision, ``refiner+X`` around each, and a
 game on the embedded model."""
@@ -25,6 +25,7 @@ BASELINES = {
     "belief": ("onuw",),
     "llm_ins": ("onuw",),
     "rl_ins": ("onuw",),
+    "metamind": ("sotopia",),
 }
 #: the steps of each, as the record names them
 STEPS = {
@@ -33,11 +34,12 @@ STEPS = {
     "belief": {"belief"},
     "llm_ins": {"belief", "tactic"},
     "rl_ins": {"belief", "tactic"},
+    "metamind": {"social_memory", "mental_state", "social_strategy"},
 }
 #: steps noted without an LLM call (rl_ins: its policy picks the tactic)
 NO_CALL = {"rl_ins": {"tactic"}}
 #: short games: fewer rounds, small budgets
-OPTIONS = {"onuw": {"discussion_rounds": 1}}
+OPTIONS = {"onuw": {"discussion_rounds": 1}, "sotopia": {"max_turns": 3}}
 SMALL = {"speech_tokens": 12, "reasoning_tokens": 12, "max_prompt_tokens": 640}
 
 
@@ -51,6 +53,8 @@ def expected_calls(kind: str, decision, history: bool) -> int:
         return 3
     if kind == "lasi":  # analysis (once there is history), strategy, action (speech), act
         return history + 1 + speech + 1
+    if kind == "metamind":  # social memory (once there is history), mental state, approach, act
+        return history + 3
     day = decision.kind in (SPEAK, "vote")
     if kind in ("belief", "rl_ins"):  # belief, act (rl_ins: its tactic is no call); night: act
         return 2 if day else 1
@@ -132,6 +136,11 @@ def play(kind: str, game_name: str, llm, choice: str, seed: int = 1):
 CASES = [(kind, game) for kind, games in BASELINES.items() for game in games]
 
 
+def home(kind: str) -> str:
+    """The game a kind's single-game tests play: ONUW where it plays it, else its own."""
+    return "onuw" if "onuw" in BASELINES[kind] else BASELINES[kind][0]
+
+
 @pytest.mark.parametrize("choice", ["generate", "score"])
 @pytest.mark.parametrize(("kind", "game_name"), CASES)
 def test_a_game_is_legal_and_each_decision_takes_its_steps(api, kind, game_name, choice):
@@ -152,7 +161,7 @@ def test_a_game_is_legal_and_each_decision_takes_its_steps(api, kind, game_name,
 
 @pytest.mark.parametrize("kind", list(BASELINES))
 def test_scored_options_play_a_legal_game_with_the_same_steps(api, kind):
-    game_name = BASELINES[kind][-1]  # onuw: every baseline plays it
+    game_name = home(kind)
     record, _, calls = play(kind, game_name, api, "score", seed=2)
     check_record(record, game_name)
     rule_check(record)
@@ -167,7 +176,7 @@ def test_scored_options_play_a_legal_game_with_the_same_steps(api, kind):
 
 @pytest.mark.parametrize("kind", list(BASELINES))
 def test_reasoning_is_private_to_its_player_and_read_by_no_prompt(api, kind):
-    record, table, _ = play(kind, "onuw", api, "generate", seed=3)
+    record, table, _ = play(kind, home(kind), api, "generate", seed=3)
     game = table.game
     notes = [e for e in game.events if e.type == "reasoning"]
     assert notes
@@ -186,26 +195,29 @@ def test_reasoning_is_private_to_its_player_and_read_by_no_prompt(api, kind):
 
 @pytest.mark.parametrize("kind", list(BASELINES))
 def test_refiner_wraps_it_and_keeps_its_reasoning(api, kind):
-    agent = build_agent(f"refiner+{kind}", "onuw", {"default": api, "refiner": api}, SMALL)
+    name = home(kind)
+    agent = build_agent(f"refiner+{kind}", name, {"default": api, "refiner": api}, SMALL)
     assert agent.kind == f"refiner+{kind}" and agent.inner.kind == kind
-    game = make_game("onuw", OPTIONS["onuw"])
-    agents = [agent] + [make_agent("scripted", "onuw") for _ in range(4)]
+    game = make_game(name, OPTIONS[name])
+    n = make_game(name).reset(4).n_players
+    agents = [agent] + [make_agent("scripted", name) for _ in range(n - 1)]
     record = play_tables([Table(game, agents, 4)], {"default": api, "refiner": api})[0]
-    check_record(record, "onuw")
+    check_record(record, name)
     speeches = [e for e in record["events"] if e["type"] == "speech" and e["player"] == 0]
     assert speeches and all(e["data"]["base_utterance"] for e in speeches)
     steps = {e["data"]["step"] for e in record["events"] if e["type"] == "reasoning"}
     assert steps and steps <= STEPS[kind]  # X's reasoning, recorded through the wrapper
 
 
-def test_onuw_only_kinds_are_refused_elsewhere_in_one_line():
-    assert {"recon", "lasi", "belief", "llm_ins", "rl_ins"} <= set(AGENT_KINDS)
-    for kind in ("belief", "llm_ins", "rl_ins"):
+def test_one_game_kinds_are_refused_elsewhere_in_one_line():
+    assert set(BASELINES) <= set(AGENT_KINDS)
+    for kind in ("belief", "llm_ins", "rl_ins", "metamind"):
+        (own,) = BASELINES[kind]
         for game in GAMES:
-            if game == "onuw":
+            if game == own:
                 check_kind(kind, game)
                 continue
-            with pytest.raises(ConfigError, match=rf"agent '{kind}' plays onuw only, not {game}$"):
+            with pytest.raises(ConfigError, match=rf"agent '{kind}' plays {own} only, not {game}$"):
                 make_agent(kind, game, llm=object())
     with pytest.raises(ConfigError, match="unknown agent 'recon2'"):
         check_kind("recon2", "onuw")
@@ -223,14 +235,30 @@ def test_lasi_keeps_its_strategy_and_skips_analysis_before_any_history(api):
     )
 
 
+def test_metamind_keeps_its_notes_of_the_other_across_turns(api):
+    record, table, calls = play("metamind", "sotopia", api, "generate", seed=5)
+    agent = table.agents[0]
+    notes = [
+        e["data"]["text"]
+        for e in record["events"]
+        if e["type"] == "reasoning" and e["player"] == 0 and e["data"]["step"] == "social_memory"
+    ]
+    assert len(calls) >= 2 and notes and agent.notes == notes[-1]  # the last update is kept
+    # the next update, and the reading of the other, start from the notes kept before
+    assert agent.step_context("social_memory").endswith(agent.notes)
+    assert agent.step_context("mental_state").endswith(agent.notes)
+    assert agent.step_context("social_strategy") == ""
+
+
 def test_the_baselines_finish_games_on_the_embedded_model(local_llm):
-    """ONUW with all four, Werewolf with recon and lasi (about 35 s here). Avalon, whose
-    games with LLM seats run to hundreds of decisions (about 3 minutes), plays on the
-    loopback server above in both choice modes."""
+    """ONUW with its four, Werewolf with recon and lasi, Sotopia with metamind (3 turns a
+    character). Avalon, whose games with LLM seats run to hundreds of decisions (about 3
+    minutes), plays on the loopback server above in both choice modes."""
     tiny = {"speech_tokens": 6, "reasoning_tokens": 6, "max_prompt_tokens": 512}
     for name, kinds in (
         ("onuw", ["recon", "lasi", "belief", "llm_ins", "scripted"]),
         ("werewolf", ["recon", "lasi"] + ["scripted"] * 5),
+        ("sotopia", ["metamind", "scripted"]),
     ):
         game = make_game(name, OPTIONS.get(name))
         assert game.reset(3).n_players == len(kinds)

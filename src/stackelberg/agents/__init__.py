@@ -18,6 +18,7 @@ LLM_AGENTS = {
     "belief": ("baselines", "BeliefAgent"),
     "llm_ins": ("baselines", "LLMInstructedAgent"),
     "rl_ins": ("rl_ins", "RLInstructedAgent"),
+    "metamind": ("baselines", "MetaMindAgent"),
 }
 LLM_AGENT_KINDS = tuple(LLM_AGENTS)
 AGENT_KINDS = ("random", "scripted", *LLM_AGENT_KINDS)

@@ -17,6 +17,12 @@ each, then the speech or choice (scored or answered in words, as for ``direct``)
   six speaking tactics (honest or deceptive evidence, accusation or defense) chosen like an
   option, then the speech in that tactic. Speech 3 calls, vote 2, night actions 1. ONUW
   only.
+- ``metamind`` (after MetaMind, Zhang et al. 2025, as the paper's release plays it in
+  Sotopia): the theory-of-mind reading of the other character (beliefs, desires,
+  intentions, emotions), an approach that serves the goal within the situation's social
+  norms, then the turn; its social memory of the other (notes kept across turns, updated
+  from the latest exchange) is one more call once anything has happened. 3 calls a turn, 4
+  with the memory update. Sotopia only.
 """
 
 from __future__ import annotations
@@ -24,7 +30,12 @@ from __future__ import annotations
 from typing import ClassVar
 
 from stackelberg.agents.llm_agents import StepsAgent
-from stackelberg.agents.prompting import IN_TACTIC, PREVIOUS_STRATEGY, SECOND_ORDER
+from stackelberg.agents.prompting import (
+    IN_TACTIC,
+    PREVIOUS_NOTES,
+    PREVIOUS_STRATEGY,
+    SECOND_ORDER,
+)
 from stackelberg.agents.prompts import onuw
 from stackelberg.games.base import SPEAK, Decision
 
@@ -87,4 +98,26 @@ class LLMInstructedAgent(BeliefAgent):
         return IN_TACTIC if decision.options is None else ""
 
 
-__all__ = ["BeliefAgent", "LLMInstructedAgent", "LasiAgent", "ReconAgent"]
+class MetaMindAgent(StepsAgent):
+    kind = "metamind"
+    games: ClassVar[tuple[str, ...] | None] = ("sotopia",)
+
+    def setup(self, game, player, rng) -> None:
+        super().setup(game, player, rng)
+        self.notes = ""  # the social memory: what it has learned of the other, across turns
+
+    def steps(self, decision: Decision) -> tuple[str, ...]:
+        update = ("social_memory",) if self.lines else ()
+        return (*update, "mental_state", "social_strategy")
+
+    def step_context(self, name: str) -> str:
+        if name in ("social_memory", "mental_state") and self.notes:
+            return f"{PREVIOUS_NOTES}: {self.notes}"
+        return ""
+
+    def remember(self, name: str, text: str) -> None:
+        if name == "social_memory":
+            self.notes = text
+
+
+__all__ = ["BeliefAgent", "LLMInstructedAgent", "LasiAgent", "MetaMindAgent", "ReconAgent"]

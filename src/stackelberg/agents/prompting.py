@@ -210,6 +210,21 @@ REASONING_STEPS: dict[str, tuple[str, str]] = {
         "may have moved cards, and some players lie. Answer in one or two sentences.",
     ),
     "tactic": ("Your speaking tactic", "Choose your speaking tactic for this speech."),
+    "social_memory": (
+        "Your notes on the other",
+        "Update your notes on the other character: in one or two sentences, what have they "
+        "shown so far of what they want, believe and feel?",
+    ),
+    "mental_state": (
+        "Your reading of the other",
+        "Think about the other character's mind: in one or two sentences, what do they "
+        "believe, want and intend now, and how do they feel?",
+    ),
+    "social_strategy": (
+        "Your approach",
+        "Choose your approach: in one or two sentences, what will you do next to reach your "
+        "goal while keeping to the social norms of this situation and your relationship?",
+    ),
 }
 #: ReCon's refinement: the second-order view of the draft, asked with the final answer
 SECOND_ORDER = (
@@ -220,3 +235,5 @@ SECOND_ORDER = (
 PREVIOUS_STRATEGY = "Your strategy so far"
 #: llm_ins: the line before its speech, after the tactic it chose
 IN_TACTIC = "Speak in that tactic."
+#: metamind's memory steps see the notes they kept at the previous turn
+PREVIOUS_NOTES = "Your notes so far"
