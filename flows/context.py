@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from stackelberg.llm import LLMConfig, make_llm
-from stackelberg.params import Params, entry_models, load_params
+from stackelberg.params import ModelsParams, Params, entry_models, load_params
 from stackelberg.persuasion.context import InstanceView, instance_rows
 
 #: dataset and model locations by stage output; {game} is filled in
@@ -75,7 +75,7 @@ def get_llm(config: LLMConfig):
 
 
 #: the model roles of params.models
-MODEL_ROLES = ("labeler", "refiner", "measurer", "player")
+MODEL_ROLES = tuple(ModelsParams.model_fields)
 
 
 def release_models(
