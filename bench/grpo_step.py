@@ -7,7 +7,7 @@ Prints one JSON line: step_s (mean trainer step time), generation_s and reward_s
 the rest (old/ref log-probs, loss, backward, optimizer) and the total wall time.
 
     python bench/grpo_step.py [--steps 2] [--generations 8] [--max-new-tokens 32]
-                              [--micro-batch 1]
+                              [--micro-batch 1] [--generation local]
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ def main() -> None:
     parser.add_argument(
         "--micro-batch", type=int, default=None, help="completions per forward/backward pass"
     )
+    parser.add_argument("--generation", default="trl", help="trl | local (GRPOSettings)")
     args = parser.parse_args()
     n = args.steps * args.prompts_per_step
     chats = prompts(n)
@@ -73,6 +74,7 @@ def main() -> None:
         prompts_per_step=args.prompts_per_step,
         max_completion_length=args.max_new_tokens,
         micro_batch=args.micro_batch,
+        generation=args.generation,
     )
     base = [BASES[i % len(BASES)] for i in range(n)]
     tokenizer = AutoTokenizer.from_pretrained(ensure_checkpoint())
@@ -99,6 +101,7 @@ def main() -> None:
         "generations": args.generations,
         "max_new_tokens": args.max_new_tokens,
         "micro_batch": args.micro_batch,
+        "generation": args.generation,
         "step_s": round(step_s, 3),
         "generation_s_per_step": round(gen, 3),
         "reward_s_per_step": round(rew, 5),

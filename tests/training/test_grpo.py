@@ -299,15 +299,17 @@ def test_output_rates_from_the_history():
 
 
 @pytest.mark.slow
-def test_a_stop_ends_completions_like_end_of_sequence(embedded_base, tmp_path):
+@pytest.mark.parametrize("generation", ["trl", "local"])
+def test_a_stop_ends_completions_like_end_of_sequence(embedded_base, tmp_path, generation):
     """With a space as the stop nearly every token ends a completion: none is clipped at the
-    limit, each ends at its first token holding a space, and the reward's metric is logged."""
+    limit, each ends at its first token holding a space, and the reward's metric is logged;
+    whether TRL samples or the project's decoder does (``generation``)."""
 
     def reward(completions, instance_id, log_metric):
         log_metric(PARSE_RATE, 1.0)
         return [float(len(c)) for c in completions]
 
-    settings = GRPOSettings(num_generations=2, max_completion_length=16)
+    settings = GRPOSettings(num_generations=2, max_completion_length=16, generation=generation)
     result = train_refiner(
         embedded_base,
         PROMPTS,

@@ -31,6 +31,9 @@ from stackelberg.settings import Settings
 log = logging.getLogger(__name__)
 
 LossType = Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo"]
+#: who samples the completions: TRL (transformers, or vLLM with use_vllm), or the project's
+#: decoder on the same policy (``rollout.LocalRollout``)
+Generation = Literal["trl", "local"]
 ScaleRewards = Literal["group", "batch", "none"]
 # Keyword names TRL itself passes to reward functions: a dataset column cannot use them.
 RESERVED_COLUMNS = frozenset(
@@ -103,6 +106,12 @@ class GRPOSettings(Settings):
         "over them: the same step in less memory (a CPU: 1); null: the whole step at once",
     )
     seed: int = Field(0, description="seed of the LoRA init, prompt order and sampling")
+    generation: Generation = Field(
+        "trl",
+        description="trl: TRL samples the completions (transformers, or vLLM with use_vllm); "
+        "local: the project's KV-cached decoder samples them from the same policy (faster "
+        "on a CPU: each distinct prompt prefilled once)",
+    )
     use_vllm: bool = Field(False, description="generate through a `trl vllm-serve` server (GPU)")
     vllm_server_base_url: str | None = Field(
         None, description="URL of the `trl vllm-serve` server; null: TRL's http://0.0.0.0:8000"
@@ -125,6 +134,12 @@ class GRPOSettings(Settings):
     def micro_steps(self) -> int:
         """Forward and backward passes per optimizer step."""
         return self.completions_per_step // (self.micro_batch or self.completions_per_step)
+
+    @model_validator(mode="after")
+    def _one_generator(self) -> GRPOSettings:
+        if self.use_vllm and self.generation == "local":
+            raise ValueError("use_vllm generates through vLLM: set generation: trl with it")
+        return self
 
     @model_validator(mode="after")
     def _micro_batch_divides_the_step(self) -> GRPOSettings:
@@ -416,6 +431,18 @@ def train_refiner(
         )
         steps_log = StepLog(on_step)
         stop_ids = stop_token_ids(AutoTokenizer.from_pretrained(base), stop) if stop else []
+        rollout = None
+        if settings.generation == "local":
+            from stackelberg.llm.base import SamplingParams
+            from stackelberg.training.rollout import LocalRollout
+
+            sampling = SamplingParams(
+                temperature=settings.temperature,
+                top_p=settings.top_p,
+                max_new_tokens=settings.completion_limit,
+                stop=tuple(stop),
+            )
+            rollout = LocalRollout(sampling, settings.seed)
         trainer = TimedGRPOTrainer(
             model=str(base),
             reward_funcs=trl_reward(reward_fn),
@@ -429,6 +456,7 @@ def train_refiner(
                 task_type="CAUSAL_LM",
             ),
             callbacks=[steps_log, StepProgress(desc)],
+            rollout_func=rollout,
         )
         trainer.train()
         staged = work / "adapter"

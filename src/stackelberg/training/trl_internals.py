@@ -2,7 +2,8 @@
 
 Timing generation apart from the reward needs the trainer's private steps (``_generate``,
 ``_calculate_rewards``) and its metrics store (``_metrics``); extra stop tokens need its
-end-of-sequence ids and generation settings. None of these is a stable TRL API, which is why
+end-of-sequence ids and generation settings; rollouts of our own (``rollout.LocalRollout``)
+need its prompt rendering (``_tokenize_prompts``). None of these is a stable TRL API, which is why
 pyproject.toml bounds trl to the range the suite runs against, and why importing this module
 checks them first: a TRL without them fails with one line, not deep inside a training step.
 """
@@ -10,6 +11,7 @@ checks them first: a TRL without them fails with one line, not deep inside a tra
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -19,8 +21,8 @@ from trl import GRPOTrainer
 
 from stackelberg.training.grpo import UnsupportedTRLError
 
-#: GRPOTrainer's private steps that ``HookedGRPOTrainer`` wraps.
-WRAPPED_STEPS = ("_generate", "_calculate_rewards")
+#: GRPOTrainer's private steps that ``HookedGRPOTrainer`` wraps or calls.
+WRAPPED_STEPS = ("_generate", "_calculate_rewards", "_tokenize_prompts")
 
 
 def check_trl(trainer_class: type = GRPOTrainer) -> None:
@@ -40,6 +42,11 @@ class HookedGRPOTrainer(GRPOTrainer):
     """GRPOTrainer with public hooks over its private parts: ``on_step_time`` hears the wall
     time of each generation and reward step, ``record_metric`` logs with the step's metrics,
     ``add_eos_token_ids`` ends completions at more tokens."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        with warnings.catch_warnings():  # TRL flags rollout_func as experimental: pinned here
+            warnings.filterwarnings("ignore", "You are using 'rollout_func'", UserWarning)
+            super().__init__(*args, **kwargs)
 
     def on_step_time(self, name: str, seconds: float) -> None:
         """Called with ``generation_s`` or ``reward_s`` after each such step (even a failed one)."""
@@ -62,6 +69,10 @@ class HookedGRPOTrainer(GRPOTrainer):
             yield
         finally:
             self.on_step_time(name, time.perf_counter() - start)
+
+    def prompt_token_ids(self, prompts: list[Any]) -> list[list[int]]:
+        """The token ids of ``prompts`` as TRL's own generation renders them."""
+        return self._tokenize_prompts(prompts)[0]
 
     def _generate(self, *args: Any, **kwargs: Any) -> Any:
         with self._timed("generation_s"):

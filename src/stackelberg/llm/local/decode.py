@@ -2,19 +2,33 @@
 
 Prompts are prefilled once (reusing stored prefix blocks), each prompt's cache is forked
 into its ``n`` samples, and all rows decode together; a row that has finished rides along
-until dropping the finished rows pays for the copy.
+until dropping the finished rows pays for the copy. ``generate`` gives texts (the backend);
+``generate_tokens`` gives token ids with their log-probabilities (GRPO's rollouts).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import torch
 
 from stackelberg.llm.base import SamplingParams
 from stackelberg.llm.local.hf_internals import select_cache_rows
 from stackelberg.llm.local.prefill import Prefiller
-from stackelberg.llm.local.sampling import cut_at_stop, sample_seed, sample_tokens
+from stackelberg.llm.local.sampling import cut_at_stop, sample_seed, sample_tokens, token_logprobs
+
+
+@dataclass
+class Sampled:
+    """One sampled continuation: its tokens (a stop string's token included), the
+    end-of-sequence token that ended it (not in ``tokens``), and with ``logprobs`` asked for,
+    each token's log-probability under the temperature-scaled distribution it was drawn from
+    (``tokens`` then ``end``)."""
+
+    tokens: list[int] = field(default_factory=list)
+    end: int | None = None
+    logprobs: list[float] = field(default_factory=list)
 
 
 def generate(
@@ -26,18 +40,33 @@ def generate(
     batch_size: int,
 ) -> Iterator[tuple[int, list[str]]]:
     """Yield ``(index, samples)`` per prompt: similar lengths together (less padding), in
-    chunks of at most ``batch_size`` sequences."""
+    chunks of at most ``batch_size`` sequences; each sample's text ends before its stop."""
+    model = prefiller.model
+    for i, samples in generate_tokens(prefiller, ids, ns, seeds, params, batch_size):
+        yield i, [cut_at_stop(model.decode(s.tokens), params[i].stop)[0] for s in samples]
+
+
+def generate_tokens(
+    prefiller: Prefiller,
+    ids: list[list[int]],
+    ns: list[int],
+    seeds: list[int],
+    params: list[SamplingParams],
+    batch_size: int,
+    logprobs: bool = False,
+) -> Iterator[tuple[int, list[Sampled]]]:
+    """``generate`` in token ids: ``(index, samples)`` per prompt, in the same order."""
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     chunk: list[int] = []
     rows = 0
     for i in order:
         if chunk and rows + ns[i] > batch_size:
-            yield from _generate_chunk(prefiller, chunk, ids, ns, seeds, params)
+            yield from _generate_chunk(prefiller, chunk, ids, ns, seeds, params, logprobs)
             chunk, rows = [], 0
         chunk.append(i)
         rows += ns[i]
     if chunk:
-        yield from _generate_chunk(prefiller, chunk, ids, ns, seeds, params)
+        yield from _generate_chunk(prefiller, chunk, ids, ns, seeds, params, logprobs)
 
 
 def _generate_chunk(
@@ -47,7 +76,8 @@ def _generate_chunk(
     ns: list[int],
     seeds: list[int],
     params: list[SamplingParams],
-) -> Iterator[tuple[int, list[str]]]:
+    logprobs: bool,
+) -> Iterator[tuple[int, list[Sampled]]]:
     """Prefill each prompt once, fork its cache into its n samples, then decode together,
     each row with its own prompt's settings."""
     model = prefiller.model
@@ -62,26 +92,31 @@ def _generate_chunk(
     owners = [(i, j) for i in chunk for j in range(ns[i])]  # (prompt, sample) per row
     setting = [params[i] for i, _ in owners]
     gens = [torch.Generator().manual_seed(sample_seed(seeds[i], j)) for i, j in owners]
-    tokens: list[list[int]] = [[] for _ in owners]
+    out = [Sampled() for _ in owners]
     live = list(range(len(owners)))  # the owner of each row still in the batch
     finished: set[int] = set()  # owners done but still riding along in the batch
     for step in range(longest):
-        nxt = sample_tokens(
-            model.head(last).float().cpu(),
-            [setting[g].temperature for g in live],
-            [setting[g].top_p for g in live],
-            [gens[g] for g in live],
-        ).tolist()
-        for g, tok in zip(live, nxt, strict=True):
+        logits = model.head(last).float().cpu()
+        temperatures = [setting[g].temperature for g in live]
+        picked = sample_tokens(
+            logits, temperatures, [setting[g].top_p for g in live], [gens[g] for g in live]
+        )
+        lps = token_logprobs(logits, temperatures, picked).tolist() if logprobs else None
+        nxt = picked.tolist()
+        for r, (g, tok) in enumerate(zip(live, nxt, strict=True)):
             if g in finished:
                 continue
+            if lps is not None:
+                out[g].logprobs.append(lps[r])
             if tok in model.eos_ids:
+                out[g].end = tok
                 finished.add(g)
                 continue
-            tokens[g].append(tok)
+            tokens = out[g].tokens
+            tokens.append(tok)
             stop = setting[g].stop
-            if len(tokens[g]) >= setting[g].max_new_tokens or (
-                stop and cut_at_stop(model.decode(tokens[g]), stop)[1]
+            if len(tokens) >= setting[g].max_new_tokens or (
+                stop and cut_at_stop(model.decode(tokens), stop)[1]
             ):
                 finished.add(g)
         n_done = sum(g in finished for g in live)
@@ -99,8 +134,7 @@ def _generate_chunk(
         pos = mask.sum(-1, keepdim=True) - 1
         hidden, cache = model.forward(torch.tensor(nxt).unsqueeze(-1), cache, mask, pos)
         last = hidden[:, -1]
-    texts = [cut_at_stop(model.decode(t), x.stop)[0] for t, x in zip(tokens, setting, strict=True)]
     pos = 0
     for i in chunk:
-        yield i, texts[pos : pos + ns[i]]
+        yield i, out[pos : pos + ns[i]]
         pos += ns[i]

@@ -58,6 +58,16 @@ def sample_tokens(
     return picks
 
 
+def token_logprobs(
+    logits: torch.Tensor, temperatures: Sequence[float], tokens: torch.Tensor
+) -> torch.Tensor:
+    """The log-probability of each row's token under its temperature-scaled distribution
+    (the plain distribution at temperature 0), before nucleus truncation."""
+    temp = torch.tensor([t if t > 0 else 1.0 for t in temperatures], dtype=torch.float32)
+    logp = torch.log_softmax(logits.float() / temp[:, None], dim=-1)
+    return logp.gather(-1, tokens.reshape(-1, 1)).squeeze(-1)
+
+
 def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
     """The text before the earliest stop string, and whether one was found."""
     cuts = [i for i in (text.find(s) for s in stop if s) if i >= 0]
