@@ -1,0 +1,183 @@
+"""GPU training without a GPU: the launch command lines and configs, and the trainer config
+handed to TRL (built, not run)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from stackelberg.params import Params
+from stackelberg.training.grpo import GRPOSettings, grpo_config, grpo_config_args
+from stackelberg.training.launch import (
+    LaunchError,
+    accelerate_config,
+    check_launchable,
+    launch_command,
+    run_launched,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _at_the_project_root(monkeypatch):
+    """The shipped configs are named relative to the project root, where stages run."""
+    monkeypatch.chdir(ROOT)
+
+
+@pytest.mark.parametrize(
+    "launch, zero_stage, config",
+    [
+        ("accelerate", 2, "configs/accelerate/multi_gpu.yaml"),
+        ("deepspeed", 2, "configs/accelerate/zero2.yaml"),
+        ("deepspeed", 3, "configs/accelerate/zero3.yaml"),
+    ],
+)
+def test_the_command_line_names_the_config_processes_and_module(launch, zero_stage, config):
+    s = GRPOSettings(launch=launch, num_processes=4, zero_stage=zero_stage)
+    assert launch_command(s, "stages.grpo", ["job.pkl", "out/adapter"]) == [
+        "accelerate",
+        "launch",
+        "--config_file",
+        config,
+        "--num_processes",
+        "4",
+        "-m",
+        "stages.grpo",
+        "job.pkl",
+        "out/adapter",
+    ]
+
+
+def test_a_users_accelerate_config_replaces_the_shipped_one(tmp_path):
+    mine = tmp_path / "cluster.yaml"
+    mine.write_text("distributed_type: MULTI_GPU\n")
+    s = GRPOSettings(launch="deepspeed", num_processes=2, accelerate_config=str(mine))
+    assert launch_command(s, "m", [])[3] == str(mine)
+
+
+def test_no_command_line_without_a_launch():
+    with pytest.raises(ValueError, match="launch is none"):
+        launch_command(GRPOSettings(), "stages.grpo", [])
+
+
+@pytest.mark.parametrize("launch, zero_stage", [("accelerate", 2), ("deepspeed", 2), ("deepspeed", 3)])
+def test_the_shipped_accelerate_configs_load_and_name_their_zero_config(launch, zero_stage):
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    config = accelerate_config(GRPOSettings(launch=launch, zero_stage=zero_stage))
+    loaded = load_config_from_file(str(config))
+    if launch == "accelerate":
+        assert loaded.distributed_type == "MULTI_GPU" and loaded.mixed_precision == "bf16"
+        return
+    assert loaded.distributed_type == "DEEPSPEED"
+    ds_file = Path(loaded.deepspeed_config["deepspeed_config_file"])
+    ds = json.loads(ds_file.read_text())
+    assert ds["zero_optimization"]["stage"] == zero_stage
+    # batch sizes and precision come from the GRPO config (the Trainer fills "auto")
+    for key in ("train_micro_batch_size_per_gpu", "gradient_accumulation_steps"):
+        assert ds[key] == "auto"
+    assert ds["bf16"]["enabled"] == "auto"
+    if zero_stage == 3:  # the adapter is gathered from the shards to be saved
+        assert ds["zero_optimization"]["stage3_gather_16bit_weights_on_model_save"] is True
+        assert loaded.deepspeed_config["zero3_init_flag"] is True
+
+
+@pytest.mark.parametrize(
+    "section, match",
+    [
+        ({"launch": "deepspeed", "zero_stage": 1}, "grpo.zero_stage"),
+        ({"launch": "torchrun"}, "grpo.launch"),
+        ({"num_processes": 2}, "num_processes 2 needs launch accelerate or deepspeed"),
+        ({"accelerate_config": "x.yaml"}, "accelerate_config is read only with launch"),
+        ({"launch": "accelerate", "accelerate_config": "no/such.yaml"}, "no/such.yaml'?: no such"),
+        (
+            {"launch": "accelerate", "num_processes": 3, "num_generations": 4},
+            "num_processes 3 must divide the completions of a step",
+        ),
+        (
+            {"launch": "accelerate", "num_processes": 2, "num_generations": 4, "micro_batch": 4},
+            "micro_batch 4 must divide the completions of a step in each process",
+        ),
+        (
+            {"use_vllm": True, "vllm_mode": "colocate", "vllm_tensor_parallel_size": 2},
+            "vllm_tensor_parallel_size 2 must divide the training processes",
+        ),
+        ({"use_vllm": True, "vllm_mode": "remote"}, "grpo.vllm_mode"),
+    ],
+)
+def test_settings_that_cannot_work_are_refused_at_load_in_one_line(section, match):
+    with pytest.raises(ValidationError, match=match) as err:
+        Params(grpo=section)
+    from stackelberg.settings import one_line
+
+    assert "\n" not in one_line(err.value)
+
+
+def test_each_process_takes_its_share_of_the_step(tmp_path):
+    s = GRPOSettings(
+        launch="accelerate", num_processes=2, prompts_per_step=4, num_generations=2, micro_batch=2
+    )
+    assert (s.completions_per_step, s.completions_per_process, s.micro_steps) == (8, 4, 2)
+    cfg = grpo_config(s, tmp_path, cuda=False)
+    assert cfg.per_device_train_batch_size == 2
+    assert cfg.gradient_accumulation_steps == cfg.steps_per_generation == 2
+    # in 2 processes, TRL's generation batch is per_device x processes x steps = the step
+    assert cfg.per_device_train_batch_size * 2 * cfg.steps_per_generation == 8
+
+
+def test_a_gpu_trains_in_bf16_with_bf16_weights(tmp_path):
+    args = grpo_config_args(GRPOSettings(), tmp_path, cuda=True, bf16=True)
+    assert args["bf16"] and not args["use_cpu"] and not args["fp16"]
+    assert args["model_init_kwargs"] == {"dtype": "bfloat16"}
+    cpu = grpo_config_args(GRPOSettings(), tmp_path, cuda=False, bf16=True)
+    assert not cpu["bf16"] and cpu["use_cpu"] and cpu["model_init_kwargs"] == {"dtype": "float32"}
+
+
+def test_vllm_server_mode_is_handed_to_trl(tmp_path):
+    s = GRPOSettings(use_vllm=True, vllm_server_base_url="http://gpu1:8000", vllm_server_timeout=60)
+    cfg = grpo_config(s, tmp_path, cuda=False, stop_ids=[198])
+    assert cfg.use_vllm and cfg.vllm_mode == "server"
+    assert (cfg.vllm_server_base_url, cfg.vllm_server_timeout) == ("http://gpu1:8000", 60)
+    assert cfg.generation_kwargs == {"stop_token_ids": [198]}
+
+
+def test_vllm_colocate_mode_is_handed_to_trl(tmp_path):
+    s = GRPOSettings(
+        use_vllm=True,
+        vllm_mode="colocate",
+        vllm_gpu_memory_utilization=0.4,
+        vllm_tensor_parallel_size=2,
+        launch="deepspeed",
+        num_processes=2,
+        prompts_per_step=4,
+        num_generations=2,
+    )
+    cfg = grpo_config(s, tmp_path, cuda=False)
+    assert cfg.use_vllm and cfg.vllm_mode == "colocate"
+    assert (cfg.vllm_gpu_memory_utilization, cfg.vllm_tensor_parallel_size) == (0.4, 2)
+
+
+def test_a_launch_this_machine_cannot_run_is_refused_in_one_line(tmp_path, monkeypatch):
+    s = GRPOSettings(launch="deepspeed", num_processes=2, zero_stage=3)
+    with pytest.raises(LaunchError, match="num_processes 2 needs as many CUDA GPUs; .* has 0"):
+        check_launchable(s, gpus=0)
+    check_launchable(s, gpus=2)
+    monkeypatch.chdir(tmp_path)  # away from the project root: the shipped config is not here
+    with pytest.raises(LaunchError, match="no accelerate config 'configs/accelerate/zero3.yaml'"):
+        check_launchable(s, gpus=2)
+
+
+def test_a_launched_command_streams_its_output_and_fails_in_one_line(capsys):
+    script = "import sys; print('step 1'); print('step 2', file=sys.stderr); sys.exit(3)"
+    with pytest.raises(LaunchError, match="failed \\(exit 3\\)") as err:
+        run_launched([sys.executable, "-c", script])
+    assert "\n" not in str(err.value)
+    assert capsys.readouterr().out.splitlines() == ["step 1", "step 2"]
+    run_launched([sys.executable, "-c", "print('done')"])
+    with pytest.raises(LaunchError, match="cannot start"):
+        run_launched(["/no/such/launcher"])
