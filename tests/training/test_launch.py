@@ -65,7 +65,9 @@ def test_no_command_line_without_a_launch():
         launch_command(GRPOSettings(), "stages.grpo", [])
 
 
-@pytest.mark.parametrize("launch, zero_stage", [("accelerate", 2), ("deepspeed", 2), ("deepspeed", 3)])
+@pytest.mark.parametrize(
+    "launch, zero_stage", [("accelerate", 2), ("deepspeed", 2), ("deepspeed", 3)]
+)
 def test_the_shipped_accelerate_configs_load_and_name_their_zero_config(launch, zero_stage):
     from accelerate.commands.config.config_args import load_config_from_file
 
