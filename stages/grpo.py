@@ -27,7 +27,7 @@ from stackelberg.training.grpo import (
     train_refiner,
     write_adapter,
 )
-from stackelberg.training.launch import check_launchable, launch_command, run_launched
+from stackelberg.training.launch import check_machine, launch_command, run_launched
 
 
 def plan(ctx) -> list[dict]:
@@ -38,16 +38,16 @@ def plan(ctx) -> list[dict]:
 
 
 def work(ctx, item) -> dict:
+    import torch
+
     settings = ctx.section
+    check_machine(settings, torch.cuda.device_count())
     ctx.path().parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".grpo-", dir=ctx.path().parent) as scratch:
         adapter = Path(scratch) / "adapter"
         if settings.launch == "none":
             train_game(ctx, item["ids"], adapter)
         else:
-            import torch
-
-            check_launchable(settings, torch.cuda.device_count())
             job = Path(scratch) / "job.pkl"
             job.write_bytes(pickle.dumps((ctx, item["ids"])))
             run_launched(launch_command(settings, __spec__.name, [str(job), str(adapter)]))

@@ -3,6 +3,7 @@ handed to TRL (built, not run)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from stackelberg.training.grpo import GRPOSettings, grpo_config, grpo_config_arg
 from stackelberg.training.launch import (
     LaunchError,
     accelerate_config,
-    check_launchable,
+    check_machine,
     launch_command,
     run_launched,
 )
@@ -167,11 +168,23 @@ def test_vllm_colocate_mode_is_handed_to_trl(tmp_path):
 def test_a_launch_this_machine_cannot_run_is_refused_in_one_line(tmp_path, monkeypatch):
     s = GRPOSettings(launch="deepspeed", num_processes=2, zero_stage=3)
     with pytest.raises(LaunchError, match="num_processes 2 needs as many CUDA GPUs; .* has 0"):
-        check_launchable(s, gpus=0)
-    check_launchable(s, gpus=2)
+        check_machine(s, gpus=0)
+    check_machine(s, gpus=2)
     monkeypatch.chdir(tmp_path)  # away from the project root: the shipped config is not here
     with pytest.raises(LaunchError, match="no accelerate config 'configs/accelerate/zero3.yaml'"):
-        check_launchable(s, gpus=2)
+        check_machine(s, gpus=2)
+    check_machine(GRPOSettings(), gpus=0)  # in-process training needs no GPU
+
+
+def test_vllm_without_a_gpu_or_without_vllm_is_refused_where_training_starts():
+    s = GRPOSettings(use_vllm=True)  # params load on any machine
+    with pytest.raises(LaunchError, match="use_vllm needs a CUDA GPU; this machine has none"):
+        check_machine(s, gpus=0)
+    if importlib.util.find_spec("vllm") is None:
+        with pytest.raises(LaunchError, match="use_vllm needs vllm installed beside TRL"):
+            check_machine(s, gpus=1)
+    else:
+        print("vllm is installed here: the missing-vllm refusal is not exercised")
 
 
 def test_a_launched_command_streams_its_output_and_fails_in_one_line(capsys):
@@ -183,3 +196,27 @@ def test_a_launched_command_streams_its_output_and_fails_in_one_line(capsys):
     run_launched([sys.executable, "-c", "print('done')"])
     with pytest.raises(LaunchError, match="cannot start"):
         run_launched(["/no/such/launcher"])
+
+
+def test_local_models_on_cuda_load_in_bf16():
+    import torch
+
+    from stackelberg.llm.local.loading import weights_dtype
+
+    assert weights_dtype("auto", torch.device("cuda")) == "bfloat16"
+    assert weights_dtype("auto", torch.device("cuda:1")) == "bfloat16"
+    assert weights_dtype("auto", torch.device("cpu")) == "float32"
+    assert weights_dtype("float16", torch.device("cuda")) == "float16"
+    with pytest.raises(ValueError, match="'int8' is for CPU"):
+        weights_dtype("int8", torch.device("cuda"))
+
+
+def test_a_cuda_device_without_a_gpu_is_refused_in_one_line(tmp_path):
+    import torch
+
+    from stackelberg.llm import LLMError, make_llm
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here: device cuda would load")
+    with pytest.raises(LLMError, match="device 'cuda', but this machine has no CUDA GPU"):
+        make_llm(backend="local", model=str(tmp_path), device="cuda", cache="off")

@@ -304,6 +304,24 @@ def trl_reward(reward_fn: Callable[..., Sequence[float | None]]) -> Callable[...
     return reward
 
 
+def machine_problem(settings: GRPOSettings, gpus: int) -> str | None:
+    """Why this machine, with ``gpus`` CUDA GPUs, cannot train with ``settings`` (one line),
+    or None. Params load on any machine; this is checked where the training starts."""
+    if settings.use_vllm and not gpus:
+        return "grpo.use_vllm needs a CUDA GPU; this machine has none (set use_vllm: false)"
+    if settings.use_vllm and importlib.util.find_spec("vllm") is None:
+        return (
+            "grpo.use_vllm needs vllm installed beside TRL in this environment (in server "
+            "mode too: TRL sends the weights through it); see pyproject.toml's gpu extra"
+        )
+    if settings.processes > gpus and settings.launch != "none":
+        return (
+            f"grpo.num_processes {settings.num_processes} needs as many CUDA GPUs; this "
+            f"machine has {gpus} (set grpo.launch: none to train on one device)"
+        )
+    return None
+
+
 def check_inputs(
     base_model: str | Path,
     prompts: Sequence[list[dict]],
@@ -345,10 +363,9 @@ def check_inputs(
                 f"column {name!r} has {len(values)} values for {len(prompts)} prompts; "
                 "give one value per prompt"
             )
-    if settings.use_vllm and not cuda:
-        raise ValueError("use_vllm=True needs a CUDA GPU; on CPU set use_vllm=False")
-    if settings.use_vllm and importlib.util.find_spec("vllm") is None:
-        raise ValueError("use_vllm=True but vllm is not installed; `pip install -e .[gpu]`")
+    problem = machine_problem(settings, gpus=1 if cuda else 0)
+    if problem:
+        raise ValueError(problem)
     if len(prompts) % settings.prompts_per_step:
         log.warning(
             "%d prompts with prompts_per_step=%d: %d random prompts sit out each epoch",

@@ -15,7 +15,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from stackelberg.training.grpo import GRPOSettings
+from stackelberg.training.grpo import GRPOSettings, machine_problem
 
 #: the shipped accelerate configs, relative to the project root (where the stages run)
 ACCELERATE_CONFIGS = Path("configs/accelerate")
@@ -56,8 +56,14 @@ def launch_command(settings: GRPOSettings, module: str, args: Sequence[str]) -> 
     ]
 
 
-def check_launchable(settings: GRPOSettings, gpus: int) -> None:
-    """Refuse in one line, before anything starts, a launch this machine cannot run."""
+def check_machine(settings: GRPOSettings, gpus: int) -> None:
+    """Refuse in one line, before anything starts, training this machine (``gpus`` CUDA
+    GPUs) cannot run."""
+    problem = machine_problem(settings, gpus)
+    if problem:
+        raise LaunchError(problem)
+    if settings.launch == "none":
+        return
     config = accelerate_config(settings)
     if not config.is_file():
         raise LaunchError(
@@ -66,11 +72,6 @@ def check_launchable(settings: GRPOSettings, gpus: int) -> None:
         )
     if shutil.which("accelerate") is None:
         raise LaunchError("grpo.launch: the `accelerate` command is not on PATH")
-    if gpus < settings.num_processes:
-        raise LaunchError(
-            f"grpo.num_processes {settings.num_processes} needs as many CUDA GPUs; "
-            f"this machine has {gpus} (set grpo.launch: none to train on one device)"
-        )
 
 
 def run_launched(command: Sequence[str]) -> None:
