@@ -32,7 +32,7 @@ import torch
 from generate import prompt as chat_prompt
 from grpo_step import run_steps
 from scoring import JOINER, PAPER_SHAPE, paper_instance, scored_tokens
-from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2Config
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, Qwen2Config
 
 from stackelberg.llm import make_llm
 from stackelberg.llm.embedded import ensure_checkpoint
@@ -91,7 +91,17 @@ def tiny_model(folder: Path, hidden: int = 256, layers: int = 2) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def grpo_row(model: str, dry_run: bool, gpus: int, shape: dict) -> tuple[Row, dict]:
+def parameter_count(model: str) -> int:
+    """Parameters of a checkpoint, counted on its config without loading the weights."""
+    from accelerate import init_empty_weights
+
+    with init_empty_weights():
+        empty = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(model))
+    empty.tie_weights()  # tied embeddings count once, as in the loaded model
+    return sum(p.numel() for p in empty.parameters())
+
+
+def grpo_row(model: str, dry_run: bool, gpus: int, shape: dict) -> Row:
     """One GRPO step: in this process on a dry run, else under ``accelerate launch``."""
     if dry_run:
         measured = run_steps(model, steps=1, **shape)
@@ -113,7 +123,7 @@ def grpo_row(model: str, dry_run: bool, gpus: int, shape: dict) -> tuple[Row, di
         measured["mean_completion_tokens"] * measured["generations"] * measured["prompts_per_step"]
     )
     seconds = measured["step_s"] - measured["reward_s_per_step"]
-    return Row("grpo step (generate + train)", seconds, tokens, gpus), measured
+    return Row("grpo step (generate + train)", seconds, tokens, gpus)
 
 
 def generation_rows(model: str, device: str, gpus: int, batch: int, new_tokens: int) -> list[Row]:
@@ -219,15 +229,11 @@ def main() -> None:
         score_shape = dict(PAPER_SHAPE)
     with tempfile.TemporaryDirectory() as tmp:
         if args.model:
-            model, params = args.model, None
+            model, params = args.model, parameter_count(args.model)
         else:
             model = str(Path(tmp) / "tiny")
             params = tiny_model(Path(model))
-        if params is None:
-            weights = AutoModelForCausalLM.from_pretrained(model, dtype=torch.bfloat16)
-            params = sum(p.numel() for p in weights.parameters())
-            del weights
-        grpo, _ = grpo_row(model, args.dry_run, gpus, grpo_shape)
+        grpo = grpo_row(model, args.dry_run, gpus, grpo_shape)
         rows = [grpo, *generation_rows(model, device, gpus, **gen_shape)]
         score = scoring_row(model, device, gpus, score_shape)
         rows.append(score)

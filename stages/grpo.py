@@ -48,6 +48,7 @@ def work(ctx, item) -> dict:
         if settings.launch == "none":
             train_game(ctx, item["ids"], adapter)
         else:
+            ctx.release_models()  # the GPUs' memory is the launched processes'
             job = Path(scratch) / "job.pkl"
             job.write_bytes(pickle.dumps((ctx, item["ids"])))
             run_launched(launch_command(settings, __spec__.name, [str(job), str(adapter)]))

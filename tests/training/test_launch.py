@@ -41,8 +41,9 @@ def _at_the_project_root(monkeypatch):
 def test_the_command_line_names_the_config_processes_and_module(launch, zero_stage, config):
     s = GRPOSettings(launch=launch, num_processes=4, zero_stage=zero_stage)
     assert launch_command(s, "stages.grpo", ["job.pkl", "out/adapter"]) == [
-        "accelerate",
-        "launch",
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
         "--config_file",
         config,
         "--num_processes",
@@ -54,11 +55,22 @@ def test_the_command_line_names_the_config_processes_and_module(launch, zero_sta
     ]
 
 
+def test_accelerates_own_parser_reads_the_command_line():
+    from accelerate.commands.launch import launch_command_parser
+
+    s = GRPOSettings(launch="deepspeed", num_processes=4, zero_stage=3)
+    command = launch_command(s, "stages.grpo", ["job.pkl", "out/adapter"])
+    args = launch_command_parser().parse_args(command[3:])
+    assert (args.config_file, args.num_processes) == ("configs/accelerate/zero3.yaml", 4)
+    assert args.module and args.training_script == "stages.grpo"
+    assert args.training_script_args == ["job.pkl", "out/adapter"]
+
+
 def test_a_users_accelerate_config_replaces_the_shipped_one(tmp_path):
     mine = tmp_path / "cluster.yaml"
     mine.write_text("distributed_type: MULTI_GPU\n")
     s = GRPOSettings(launch="deepspeed", num_processes=2, accelerate_config=str(mine))
-    assert launch_command(s, "m", [])[3] == str(mine)
+    assert launch_command(s, "m", [])[4] == str(mine)
 
 
 def test_no_command_line_without_a_launch():
@@ -174,6 +186,9 @@ def test_a_launch_this_machine_cannot_run_is_refused_in_one_line(tmp_path, monke
     with pytest.raises(LaunchError, match="no accelerate config 'configs/accelerate/zero3.yaml'"):
         check_machine(s, gpus=2)
     check_machine(GRPOSettings(), gpus=0)  # in-process training needs no GPU
+    nodes = tmp_path / "two_nodes.yaml"
+    nodes.write_text("distributed_type: DEEPSPEED\nnum_machines: 2\n")
+    check_machine(s.model_copy(update={"accelerate_config": str(nodes)}), gpus=1)
 
 
 def test_vllm_without_a_gpu_or_without_vllm_is_refused_where_training_starts():
@@ -220,3 +235,21 @@ def test_a_cuda_device_without_a_gpu_is_refused_in_one_line(tmp_path):
         pytest.skip("a GPU is here: device cuda would load")
     with pytest.raises(LLMError, match="device 'cuda', but this machine has no CUDA GPU"):
         make_llm(backend="local", model=str(tmp_path), device="cuda", cache="off")
+
+
+def test_the_grpo_stage_refuses_a_launch_without_gpus_before_starting_anything(tmp_path):
+    import pickle
+
+    import torch
+
+    from flows.context import StageContext
+    from stages import grpo as stage
+
+    if torch.cuda.device_count() >= 2:
+        pytest.skip("2 GPUs are here: the launch would start")
+    params = Params(grpo={"launch": "accelerate", "num_processes": 2})
+    ctx = StageContext("grpo", "werewolf", params)
+    with pytest.raises(LaunchError, match="num_processes 2 needs as many CUDA GPUs"):
+        stage.work(ctx, {"label": "train", "ids": ["w-1"]})
+    # the launched processes get the stage's context as the stage holds it
+    assert pickle.loads(pickle.dumps((ctx, ["w-1"]))) == (ctx, ["w-1"])

@@ -305,19 +305,14 @@ def trl_reward(reward_fn: Callable[..., Sequence[float | None]]) -> Callable[...
 
 
 def machine_problem(settings: GRPOSettings, gpus: int) -> str | None:
-    """Why this machine, with ``gpus`` CUDA GPUs, cannot train with ``settings`` (one line),
-    or None. Params load on any machine; this is checked where the training starts."""
+    """Why this machine, with ``gpus`` CUDA GPUs, cannot generate as ``settings`` ask (one
+    line), or None. Params load on any machine; this is checked where the training starts."""
     if settings.use_vllm and not gpus:
         return "grpo.use_vllm needs a CUDA GPU; this machine has none (set use_vllm: false)"
     if settings.use_vllm and importlib.util.find_spec("vllm") is None:
         return (
             "grpo.use_vllm needs vllm installed beside TRL in this environment (in server "
             "mode too: TRL sends the weights through it); see pyproject.toml's gpu extra"
-        )
-    if settings.processes > gpus and settings.launch != "none":
-        return (
-            f"grpo.num_processes {settings.num_processes} needs as many CUDA GPUs; this "
-            f"machine has {gpus} (set grpo.launch: none to train on one device)"
         )
     return None
 

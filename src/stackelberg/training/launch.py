@@ -10,8 +10,8 @@ values the Trainer fills from the GRPO config, as TRL documents.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -37,15 +37,19 @@ def accelerate_config(settings: GRPOSettings) -> Path:
 def launch_command(settings: GRPOSettings, module: str, args: Sequence[str]) -> list[str]:
     """``accelerate launch`` running ``python -m module *args`` in ``num_processes`` processes.
 
+    ``accelerate launch`` is run as this Python's ``-m accelerate.commands.launch``, so it is
+    the environment's own whether or not its ``bin`` folder is on PATH.
+
     >>> s = GRPOSettings(launch="accelerate", num_processes=4)
-    >>> " ".join(launch_command(s, "stages.grpo", ["job.pkl"]))
-    'accelerate launch --config_file configs/accelerate/multi_gpu.yaml --num_processes 4 -m stages.grpo job.pkl'
+    >>> " ".join(launch_command(s, "stages.grpo", ["job.pkl"])[1:])
+    '-m accelerate.commands.launch --config_file configs/accelerate/multi_gpu.yaml --num_processes 4 -m stages.grpo job.pkl'
     """
     if settings.launch == "none":
         raise ValueError("launch_command: grpo.launch is none (training runs in-process)")
     return [
-        "accelerate",
-        "launch",
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
         "--config_file",
         str(accelerate_config(settings)),
         "--num_processes",
@@ -58,7 +62,8 @@ def launch_command(settings: GRPOSettings, module: str, args: Sequence[str]) -> 
 
 def check_machine(settings: GRPOSettings, gpus: int) -> None:
     """Refuse in one line, before anything starts, training this machine (``gpus`` CUDA
-    GPUs) cannot run."""
+    GPUs) cannot run. With the user's ``accelerate_config`` (several nodes, perhaps) the
+    processes are not counted against this machine's GPUs."""
     problem = machine_problem(settings, gpus)
     if problem:
         raise LaunchError(problem)
@@ -70,8 +75,12 @@ def check_machine(settings: GRPOSettings, gpus: int) -> None:
             f"grpo.launch {settings.launch}: no accelerate config {str(config)!r} "
             "(run from the project root, or set grpo.accelerate_config)"
         )
-    if shutil.which("accelerate") is None:
-        raise LaunchError("grpo.launch: the `accelerate` command is not on PATH")
+    # the shipped configs are one node's: one process per GPU of this machine
+    if settings.accelerate_config is None and settings.num_processes > gpus:
+        raise LaunchError(
+            f"grpo.num_processes {settings.num_processes} needs as many CUDA GPUs; this "
+            f"machine has {gpus} (set grpo.launch: none to train on one device)"
+        )
 
 
 def run_launched(command: Sequence[str]) -> None:
