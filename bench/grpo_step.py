@@ -7,7 +7,7 @@ Prints one JSON line: step_s (mean trainer step time), generation_s and reward_s
 the rest (old/ref log-probs, loss, backward, optimizer) and the total wall time.
 
     python bench/grpo_step.py [--steps 2] [--generations 8] [--max-new-tokens 32]
-                              [--micro-batch 1] [--generation local]
+                              [--micro-batch 1] [--generation local] [--model CHECKPOINT]
 """
 
 from __future__ import annotations
@@ -56,28 +56,27 @@ def response_length(completions: list[str], base: list[str]) -> list[float]:
     ]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=2)
-    parser.add_argument("--generations", type=int, default=8)
-    parser.add_argument("--prompts-per-step", type=int, default=1)
-    parser.add_argument("--max-new-tokens", type=int, default=32)
-    parser.add_argument(
-        "--micro-batch", type=int, default=None, help="completions per forward/backward pass"
-    )
-    parser.add_argument("--generation", default="trl", help="trl | local (GRPOSettings)")
-    args = parser.parse_args()
-    n = args.steps * args.prompts_per_step
+def run_steps(
+    model: str,
+    steps: int = 2,
+    generations: int = 8,
+    prompts_per_step: int = 1,
+    max_new_tokens: int = 32,
+    micro_batch: int | None = None,
+    generation: str = "trl",
+) -> dict:
+    """Train ``steps`` GRPO steps of the Refiner on ``model`` (a checkpoint folder) and time them."""
+    n = steps * prompts_per_step
     chats = prompts(n)
     settings = GRPOSettings(
-        num_generations=args.generations,
-        prompts_per_step=args.prompts_per_step,
-        max_completion_length=args.max_new_tokens,
-        micro_batch=args.micro_batch,
-        generation=args.generation,
+        num_generations=generations,
+        prompts_per_step=prompts_per_step,
+        max_completion_length=max_new_tokens,
+        micro_batch=micro_batch,
+        generation=generation,
     )
     base = [BASES[i % len(BASES)] for i in range(n)]
-    tokenizer = AutoTokenizer.from_pretrained(ensure_checkpoint())
+    tokenizer = AutoTokenizer.from_pretrained(model)
     prompt_tokens = [
         len(
             tokenizer.apply_chat_template(
@@ -88,20 +87,18 @@ def main() -> None:
     ]
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        result = train_refiner(
-            ensure_checkpoint(), chats, {"base": base}, response_length, settings, f"{tmp}/a"
-        )
+        result = train_refiner(model, chats, {"base": base}, response_length, settings, f"{tmp}/a")
         wall = time.perf_counter() - start
     steps = result.steps
     step_s = statistics.mean(h["step_time"] for h in result.history)
     gen, rew = result.generation_s / steps, result.reward_s / steps
-    row = {
+    return {
         "steps": steps,
-        "prompts_per_step": args.prompts_per_step,
-        "generations": args.generations,
-        "max_new_tokens": args.max_new_tokens,
-        "micro_batch": args.micro_batch,
-        "generation": args.generation,
+        "prompts_per_step": prompts_per_step,
+        "generations": generations,
+        "max_new_tokens": max_new_tokens,
+        "micro_batch": micro_batch,
+        "generation": generation,
         "step_s": round(step_s, 3),
         "generation_s_per_step": round(gen, 3),
         "reward_s_per_step": round(rew, 5),
@@ -115,7 +112,30 @@ def main() -> None:
         "load_avg_1m": round(os.getloadavg()[0], 2),
         "peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
     }
-    print(json.dumps(row))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--generations", type=int, default=8)
+    parser.add_argument("--prompts-per-step", type=int, default=1)
+    parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument(
+        "--micro-batch", type=int, default=None, help="completions per forward/backward pass"
+    )
+    parser.add_argument("--generation", default="trl", help="trl | local (GRPOSettings)")
+    parser.add_argument("--model", default=None, help="a checkpoint folder; default: embedded")
+    args = parser.parse_args()
+    row = run_steps(
+        args.model or str(ensure_checkpoint()),
+        args.steps,
+        args.generations,
+        args.prompts_per_step,
+        args.max_new_tokens,
+        args.micro_batch,
+        args.generation,
+    )
+    print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":

@@ -41,24 +41,50 @@ def text_of_tokens(llm, n_tokens: int, rng: random.Random, prefix: str = "") -> 
     return llm.tokenizer.decode(ids)
 
 
+#: the paper's Werewolf shape of one Measurer instance, in tokens
+PAPER_SHAPE = {
+    "context_tokens": 2000,
+    "candidates": 8,
+    "candidate_tokens": 120,
+    "responses": 6,
+    "response_tokens": 28,
+}
+JOINER = "\nNext speaker:"
+
+
+def paper_instance(
+    llm,
+    context_tokens: int,
+    candidates: int,
+    candidate_tokens: int,
+    responses: int,
+    response_tokens: int,
+    seed: int = 0,
+) -> tuple[str, list[str], list[str]]:
+    """A Measurer instance of the given shape: context, candidate utterances, responses."""
+    rng = random.Random(seed)
+    context = text_of_tokens(llm, context_tokens, rng, "Werewolf, day 3. The discussion so far:")
+    cands = [" " + text_of_tokens(llm, candidate_tokens, rng) for _ in range(candidates)]
+    resps = [" " + text_of_tokens(llm, response_tokens, rng) for _ in range(responses)]
+    return context, cands, resps
+
+
+def scored_tokens(llm, context: str, cands: list[str], resps: list[str]) -> int:
+    """Tokens a shared-prefix scoring of the instance runs through the model."""
+    ctx, cand_ids, resp_ids = llm._piece_ids(context, cands, resps, JOINER)
+    return len(ctx) + sum(map(len, cand_ids)) + len(cand_ids) * sum(map(len, resp_ids))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--context-tokens", type=int, default=2000)
-    parser.add_argument("--candidates", type=int, default=8)
-    parser.add_argument("--candidate-tokens", type=int, default=120)
-    parser.add_argument("--responses", type=int, default=6)
-    parser.add_argument("--response-tokens", type=int, default=28)
+    for key, value in PAPER_SHAPE.items():
+        parser.add_argument(f"--{key.replace('_', '-')}", type=int, default=value)
     parser.add_argument("--naive-candidates", type=int, default=2)
     args = parser.parse_args()
 
     llm = make_llm(cache="off")
-    rng = random.Random(0)
-    context = text_of_tokens(
-        llm, args.context_tokens, rng, "Werewolf, day 3. The discussion so far:"
-    )
-    cands = [" " + text_of_tokens(llm, args.candidate_tokens, rng) for _ in range(args.candidates)]
-    resps = [" " + text_of_tokens(llm, args.response_tokens, rng) for _ in range(args.responses)]
-    joiner = "\nNext speaker:"
+    context, cands, resps = paper_instance(llm, **{k: getattr(args, k) for k in PAPER_SHAPE})
+    joiner = JOINER
 
     llm.score("warm up", [" the threads"])
     t0 = time.perf_counter()
@@ -78,7 +104,7 @@ def main() -> None:
     )
     ctx, cand_ids, resp_ids = llm._piece_ids(context, cands, resps, joiner)
     tokens_naive = sum(len(ctx) + len(c) + len(r) for c in cand_ids for r in resp_ids)
-    tokens_shared = len(ctx) + sum(map(len, cand_ids)) + len(cand_ids) * sum(map(len, resp_ids))
+    tokens_shared = scored_tokens(llm, context, cands, resps)
     print(
         json.dumps(
             {

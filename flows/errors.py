@@ -9,7 +9,7 @@ from stackelberg.datasets import DatasetError
 from stackelberg.games.base import GameError
 from stackelberg.llm import LLMError
 from stackelberg.params import ParamsError
-from stackelberg.training import UnsupportedTRLError
+from stackelberg.training import LaunchError, UnsupportedTRLError
 
 
 class PipelineError(Exception):
@@ -22,6 +22,7 @@ USER_ERRORS = (
     GameError,
     LLMError,
     UnsupportedTRLError,
+    LaunchError,
     FileNotFoundError,
 )
 

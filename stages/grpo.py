@@ -3,12 +3,15 @@
 The reward of a completion goes through the same code as the score stage: parse the
 Refiner output, put the utterance in the follower's prompt, score the instance's desired
 and undesired responses. The adapter lands in models/refiner/GAME and becomes a new version
-of the MLflow registered model ``refiner-GAME``.
+of the MLflow registered model ``refiner-GAME``. With ``grpo.launch`` set, the training runs
+under ``accelerate launch`` on several GPUs (``training.launch``), each process running this
+module's ``main``.
 """
 
 from __future__ import annotations
 
 import json
+import pickle
 import tempfile
 from collections import defaultdict
 from pathlib import Path
@@ -24,6 +27,7 @@ from stackelberg.training.grpo import (
     train_refiner,
     write_adapter,
 )
+from stackelberg.training.launch import check_machine, launch_command, run_launched
 
 
 def plan(ctx) -> list[dict]:
@@ -34,10 +38,34 @@ def plan(ctx) -> list[dict]:
 
 
 def work(ctx, item) -> dict:
+    import torch
+
+    settings = ctx.section
+    check_machine(settings, torch.cuda.device_count())
+    ctx.path().parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".grpo-", dir=ctx.path().parent) as scratch:
+        adapter = Path(scratch) / "adapter"
+        if settings.launch == "none":
+            train_game(ctx, item["ids"], adapter)
+        else:
+            ctx.release_models()  # the GPUs' memory is the launched processes'
+            job = Path(scratch) / "job.pkl"
+            job.write_bytes(pickle.dumps((ctx, item["ids"])))
+            run_launched(launch_command(settings, __spec__.name, [str(job), str(adapter)]))
+        summary = json.loads((adapter / TRAIN_HISTORY).read_text())
+        # The files travel in the (persisted) result: `dvc repro` deletes the stage's
+        # outputs before rerunning it, so a cached result must not point at them.
+        files = {f.name: f.read_bytes() for f in adapter.iterdir()}
+    return {**summary, "adapter_files": files}
+
+
+def train_game(ctx, ids: list[str], adapter_dir: Path) -> None:
+    """Train the game's Refiner on the instances ``ids``; the adapter and its history land in
+    ``adapter_dir`` (in a launched run, from the main process only)."""
     # Training loads its own copy of the Refiner: only the Measurer and the Refiner's
     # tokenizer stay loaded beside it (the players and the labeler come back for evaluate).
     ctx.release_models("refiner", "measurer")
-    rows, views = ctx.instances("intents", item["ids"])
+    rows, views = ctx.instances("intents", ids)
     refiner_cfg = ctx.params.models.refiner
     if refiner_cfg.backend != "local":
         raise ValueError("grpo: models.refiner must be a local model (a checkpoint to train)")
@@ -71,18 +99,17 @@ def work(ctx, item) -> dict:
         return rewards
 
     settings = ctx.section.model_copy(update={"max_completion_length": prompting.max_new_tokens})
-    ctx.path().parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".grpo-", dir=ctx.path().parent) as scratch:
-        result = train_refiner(
-            refiner_cfg.model,
-            prompts,
-            {"instance_id": [r["instance_id"] for r in rows]},
-            reward_fn,
-            settings,
-            Path(scratch) / "adapter",
-            stop=prompting.style.stop,
-            desc=f"grpo@{ctx.game} steps",
-        )
+    result = train_refiner(
+        refiner_cfg.model,
+        prompts,
+        {"instance_id": [r["instance_id"] for r in rows]},
+        reward_fn,
+        settings,
+        adapter_dir,
+        stop=prompting.style.stop,
+        desc=f"grpo@{ctx.game} steps",
+    )
+    if result.main_process:
         summary = {
             "history": result.history,
             "steps": result.steps,
@@ -92,10 +119,6 @@ def work(ctx, item) -> dict:
             "completions_per_step": settings.completions_per_step,
         }
         (Path(result.adapter_dir) / TRAIN_HISTORY).write_text(json.dumps(summary, indent=1))
-        # The files travel in the (persisted) result: `dvc repro` deletes the stage's
-        # outputs before rerunning it, so a cached result must not point at them.
-        files = {f.name: f.read_bytes() for f in Path(result.adapter_dir).iterdir()}
-    return {**summary, "adapter_files": files}
 
 
 def finish(ctx, results) -> dict:
@@ -143,3 +166,24 @@ def register_adapter(adapter: Path, name: str) -> str:
     source = f"{run.info.artifact_uri}/refiner-adapter"
     version = client.create_model_version(name, source=source, run_id=run.info.run_id)
     return version.version
+
+
+def main(argv: list[str] | None = None) -> None:
+    """One process of a launched run (``grpo.launch``): ``python -m stages.grpo JOB ADAPTER_DIR``,
+    JOB the stage's context and instance ids, pickled by ``work``."""
+    import os
+    import sys
+
+    job, adapter_dir = argv if argv is not None else sys.argv[1:]
+    local_rank = os.environ.get("LOCAL_RANK")
+    if local_rank is not None:  # `device: cuda` means this process's GPU (the Measurer's too)
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.set_device(int(local_rank))
+    ctx, ids = pickle.loads(Path(job).read_bytes())
+    train_game(ctx, ids, Path(adapter_dir))
+
+
+if __name__ == "__main__":
+    main()

@@ -24,7 +24,7 @@ def make_project(root: Path, params: str, extra_env: dict[str, str] | None = Non
     """Copy the code and ``params`` into ``root``, commit it; the environment to run it in
     (its own MLflow, Prefect and LLM cache)."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in ("stages", "flows", "src"):
+    for name in ("stages", "flows", "src", "configs"):
         shutil.copytree(ROOT / name, root / name, ignore=ignore)
     for name in ("dvc.yaml", ".dvcignore"):
         shutil.copy(ROOT / name, root / name)

@@ -40,6 +40,9 @@ SHRINK = {
     "sample.max_prompt_tokens": 512,
     "sample.batch_instances": 4,
     "score.batch_instances": 4,
+    # a CPU test: GRPO in the stage's process, not launched on the paper's 4 GPUs
+    "grpo.launch": "none",
+    "grpo.num_processes": 1,
     "grpo.num_generations": 2,
     "grpo.max_completion_length": 16,
     "grpo.prompts_per_step": 1,

@@ -130,7 +130,7 @@ def test_reward_adapter_passes_texts_and_columns():
         ({"prompts": []}, ValueError, "prompts is empty"),
         ({"base_model": "/nonexistent/model"}, FileNotFoundError, "not a checkpoint folder"),
         ({"settings": GRPOSettings(prompts_per_step=3)}, ValueError, "cannot fill one step"),
-        ({"settings": GRPOSettings(use_vllm=True)}, ValueError, "use_vllm=True needs a CUDA"),
+        ({"settings": GRPOSettings(use_vllm=True)}, ValueError, "use_vllm needs a CUDA GPU"),
         ({"columns": {"instance_id": ["x"]}}, ValueError, "1 values for 2 prompts"),
         ({"columns": {"completions": ["x", "y"]}}, ValueError, "clashes with a name TRL"),
         ({"prompts": ["hello", "there"]}, ValueError, r"prompts\[0\] is not a chat"),

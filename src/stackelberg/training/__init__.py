@@ -19,10 +19,12 @@ from stackelberg.training.grpo import (
     train_refiner,
     trl_reward,
 )
+from stackelberg.training.launch import LaunchError
 
 __all__ = [
     "RESERVED_COLUMNS",
     "GRPOSettings",
+    "LaunchError",
     "TrainResult",
     "UnsupportedTRLError",
     "completion_texts",

@@ -35,6 +35,9 @@ LossType = Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo"]
 #: decoder on the same policy (``rollout.LocalRollout``)
 Generation = Literal["trl", "local"]
 ScaleRewards = Literal["group", "batch", "none"]
+Launch = Literal["none", "accelerate", "deepspeed"]
+ZeroStage = Literal[2, 3]
+VLLMMode = Literal["server", "colocate"]
 # Keyword names TRL itself passes to reward functions: a dataset column cannot use them.
 RESERVED_COLUMNS = frozenset(
     {
@@ -67,10 +70,12 @@ class UnsupportedTRLError(ImportError):
 class GRPOSettings(Settings):
     """GRPO settings of one Refiner run: the ``grpo`` section of params.yaml.
 
-    The ``vllm_*`` fields only matter with ``use_vllm`` on a GPU, where TRL's server mode
-    is used: start ``CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model <base>`` (not plain
-    ``vllm serve``: TRL pushes the merged adapter weights to it each step) and train on
-    another GPU.
+    ``launch`` runs the training under ``accelerate launch`` on ``num_processes`` GPUs
+    (``training.launch``); the step's completions are shared out among the processes. The
+    ``vllm_*`` fields only matter with ``use_vllm`` on a GPU: in ``server`` mode start
+    ``CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model <base>`` (not plain ``vllm serve``: TRL
+    pushes the merged adapter weights to it each step) and train on the other GPUs; in
+    ``colocate`` mode each training process runs vLLM beside the model on its own GPU.
     """
 
     num_generations: int = Field(
@@ -112,12 +117,41 @@ class GRPOSettings(Settings):
         "local: the project's KV-cached decoder samples them from the same policy (faster "
         "on a CPU: each distinct prompt prefilled once)",
     )
-    use_vllm: bool = Field(False, description="generate through a `trl vllm-serve` server (GPU)")
+    launch: Launch = Field(
+        "none",
+        description="none: train in the stage's process; accelerate: `accelerate launch` on "
+        "num_processes GPUs (data parallel); deepspeed: the same with DeepSpeed ZeRO (zero_stage)",
+    )
+    num_processes: int = Field(
+        1, ge=1, description="training processes (one per GPU) with launch accelerate|deepspeed"
+    )
+    zero_stage: ZeroStage = Field(
+        2,
+        description="DeepSpeed ZeRO stage with launch deepspeed: 2 (optimizer + gradients "
+        "sharded) or 3 (also the weights)",
+    )
+    accelerate_config: str | None = Field(
+        None,
+        description="an accelerate config file for launch accelerate|deepspeed; null: the "
+        "shipped configs/accelerate/multi_gpu.yaml or zero<zero_stage>.yaml",
+    )
+    use_vllm: bool = Field(False, description="generate the completions with vLLM (GPU)")
+    vllm_mode: VLLMMode = Field(
+        "server",
+        description="server: a `trl vllm-serve` server on other GPUs; colocate: vLLM inside "
+        "each training process, sharing its GPU",
+    )
     vllm_server_base_url: str | None = Field(
         None, description="URL of the `trl vllm-serve` server; null: TRL's http://0.0.0.0:8000"
     )
     vllm_server_timeout: float = Field(
         240.0, gt=0, description="seconds to wait for the vLLM server at start"
+    )
+    vllm_gpu_memory_utilization: float = Field(
+        0.3, gt=0, le=1, description="colocate: the share of each GPU's memory vLLM may take"
+    )
+    vllm_tensor_parallel_size: int = Field(
+        1, ge=1, description="colocate: GPUs one vLLM engine spans; must divide num_processes"
     )
 
     @property
@@ -127,26 +161,62 @@ class GRPOSettings(Settings):
 
     @property
     def completions_per_step(self) -> int:
-        """Completions in one optimizer step (one generation batch)."""
+        """Completions in one optimizer step (one generation batch), over all processes."""
         return self.prompts_per_step * self.num_generations
 
     @property
+    def processes(self) -> int:
+        """Training processes: ``num_processes`` when launched, else this one."""
+        return 1 if self.launch == "none" else self.num_processes
+
+    @property
+    def completions_per_process(self) -> int:
+        """Completions of one optimizer step that each training process generates and trains on."""
+        return self.completions_per_step // self.processes
+
+    @property
     def micro_steps(self) -> int:
-        """Forward and backward passes per optimizer step."""
-        return self.completions_per_step // (self.micro_batch or self.completions_per_step)
+        """Forward and backward passes per optimizer step, in each process."""
+        return self.completions_per_process // (self.micro_batch or self.completions_per_process)
 
     @model_validator(mode="after")
-    def _one_generator(self) -> GRPOSettings:
-        if self.use_vllm and self.generation == "local":
-            raise ValueError("use_vllm generates through vLLM: set generation: trl with it")
+    def _the_step_divides_evenly(self) -> GRPOSettings:
+        if self.completions_per_step % self.processes:
+            raise ValueError(
+                f"num_processes {self.processes} must divide the completions of a step "
+                f"(prompts_per_step x num_generations = {self.completions_per_step})"
+            )
+        if self.micro_batch and self.completions_per_process % self.micro_batch:
+            raise ValueError(
+                f"micro_batch {self.micro_batch} must divide the completions of a step "
+                + (
+                    f"(prompts_per_step x num_generations = {self.completions_per_step})"
+                    if self.processes == 1
+                    else f"in each process ({self.completions_per_process} with "
+                    f"num_processes {self.processes})"
+                )
+            )
         return self
 
     @model_validator(mode="after")
-    def _micro_batch_divides_the_step(self) -> GRPOSettings:
-        if self.micro_batch and self.completions_per_step % self.micro_batch:
+    def _launch_and_vllm_agree(self) -> GRPOSettings:
+        if self.use_vllm and self.generation == "local":
+            raise ValueError("use_vllm generates through vLLM: set generation: trl with it")
+        if self.launch == "none" and self.num_processes > 1:
             raise ValueError(
-                f"micro_batch {self.micro_batch} must divide the completions of a step "
-                f"(prompts_per_step x num_generations = {self.completions_per_step})"
+                f"num_processes {self.num_processes} needs launch accelerate or deepspeed "
+                "(launch none trains in one process)"
+            )
+        if self.accelerate_config is not None:
+            if self.launch == "none":
+                raise ValueError("accelerate_config is read only with launch accelerate|deepspeed")
+            if not Path(self.accelerate_config).expanduser().is_file():
+                raise ValueError(f"accelerate_config {self.accelerate_config!r}: no such file")
+        colocated = self.use_vllm and self.vllm_mode == "colocate"
+        if colocated and self.processes % self.vllm_tensor_parallel_size:
+            raise ValueError(
+                f"vllm_tensor_parallel_size {self.vllm_tensor_parallel_size} must divide the "
+                f"training processes ({self.processes}) in vllm_mode colocate"
             )
         return self
 
@@ -161,6 +231,8 @@ class TrainResult:
     generation_s: float
     reward_s: float
     model: Any = field(default=None, repr=False, compare=False)
+    #: False in the other processes of a launched run: only the main one writes the adapter
+    main_process: bool = True
 
 
 def output_rates(history: Sequence[Mapping[str, Any]], completions_per_step: int) -> dict:
@@ -243,6 +315,19 @@ def trl_reward(reward_fn: Callable[..., Sequence[float | None]]) -> Callable[...
     return reward
 
 
+def machine_problem(settings: GRPOSettings, gpus: int) -> str | None:
+    """Why this machine, with ``gpus`` CUDA GPUs, cannot generate as ``settings`` ask (one
+    line), or None. Params load on any machine; this is checked where the training starts."""
+    if settings.use_vllm and not gpus:
+        return "grpo.use_vllm needs a CUDA GPU; this machine has none (set use_vllm: false)"
+    if settings.use_vllm and importlib.util.find_spec("vllm") is None:
+        return (
+            "grpo.use_vllm needs vllm installed beside TRL in this environment (in server "
+            "mode too: TRL sends the weights through it); see pyproject.toml's gpu extra"
+        )
+    return None
+
+
 def check_inputs(
     base_model: str | Path,
     prompts: Sequence[list[dict]],
@@ -284,12 +369,9 @@ def check_inputs(
                 f"column {name!r} has {len(values)} values for {len(prompts)} prompts; "
                 "give one value per prompt"
             )
-    if settings.use_vllm and not cuda:
-        raise ValueError(
-            "use_vllm=True needs a CUDA GPU and a `trl vllm-serve` server; on CPU set use_vllm=False"
-        )
-    if settings.use_vllm and importlib.util.find_spec("vllm") is None:
-        raise ValueError("use_vllm=True but vllm is not installed; `pip install -e .[gpu]`")
+    problem = machine_problem(settings, gpus=1 if cuda else 0)
+    if problem:
+        raise ValueError(problem)
     if len(prompts) % settings.prompts_per_step:
         log.warning(
             "%d prompts with prompts_per_step=%d: %d random prompts sit out each epoch",
@@ -318,31 +400,57 @@ def stop_token_ids(tokenizer: Any, stop: Sequence[str]) -> list[int]:
     return [i for i, t in enumerate(texts) if any(s in t for s in stops)]
 
 
-def grpo_config(
-    settings: GRPOSettings, work_dir: str | Path, cuda: bool, stop_ids: Sequence[int] = ()
-) -> Any:
-    """The GRPOConfig: the paper's values wherever TRL's defaults differ, and the CPU setup.
-
-    One optimizer step = one generation batch = ``prompts_per_step`` prompts x
-    ``num_generations`` completions, each batch used once (with ``micro_batch``, in passes
-    whose gradients add up: the same step in less memory), in one process: under ``accelerate launch`` with N processes a step would see N times that.
-    ``stop_ids`` end a completion: through vLLM they are its ``stop_token_ids`` (kept in the
-    output, so TRL counts the completion as ended); with transformers generation the
-    trainer adds them to its end-of-sequence ids (``TimedGRPOTrainer``).
-    """
-    from trl import GRPOConfig
-
-    bf16 = cuda and _bf16_supported()
-    vllm = (
-        {
+def vllm_args(settings: GRPOSettings) -> dict[str, Any]:
+    """GRPOConfig's vLLM fields: nothing without ``use_vllm``, else the mode's fields."""
+    if not settings.use_vllm:
+        return {"use_vllm": False}
+    if settings.vllm_mode == "server":
+        return {
+            "use_vllm": True,
             "vllm_mode": "server",
             "vllm_server_base_url": settings.vllm_server_base_url,
             "vllm_server_timeout": settings.vllm_server_timeout,
         }
-        if settings.use_vllm
-        else {}
-    )
-    return GRPOConfig(
+    return {
+        "use_vllm": True,
+        "vllm_mode": "colocate",
+        "vllm_gpu_memory_utilization": settings.vllm_gpu_memory_utilization,
+        "vllm_tensor_parallel_size": settings.vllm_tensor_parallel_size,
+    }
+
+
+def grpo_config(
+    settings: GRPOSettings, work_dir: str | Path, cuda: bool, stop_ids: Sequence[int] = ()
+) -> Any:
+    """The GRPOConfig of ``grpo_config_args``."""
+    from trl import GRPOConfig
+
+    return GRPOConfig(**grpo_config_args(settings, work_dir, cuda, stop_ids))
+
+
+def grpo_config_args(
+    settings: GRPOSettings,
+    work_dir: str | Path,
+    cuda: bool,
+    stop_ids: Sequence[int] = (),
+    bf16: bool | None = None,
+) -> dict[str, Any]:
+    """The GRPOConfig's arguments: the paper's values wherever TRL's defaults differ, and the
+    device setup (apart from the config, which on a CPU machine refuses bf16, so that tests
+    can check the GPU setup).
+
+    One optimizer step = one generation batch = ``prompts_per_step`` prompts x
+    ``num_generations`` completions, each batch used once (with ``micro_batch``, in passes
+    whose gradients add up: the same step in less memory). Under ``accelerate launch`` each
+    of the ``num_processes`` processes takes its share of the step's completions, so the step
+    is the same on one GPU or eight. ``bf16`` (default: whether the GPU supports it) trains
+    in bfloat16 mixed precision and loads the weights in bfloat16.
+    ``stop_ids`` end a completion: through vLLM they are its ``stop_token_ids`` (kept in the
+    output, so TRL counts the completion as ended); with transformers generation the
+    trainer adds them to its end-of-sequence ids (``TimedGRPOTrainer``).
+    """
+    bf16 = cuda and (_bf16_supported() if bf16 is None else bf16)
+    return dict(
         output_dir=str(work_dir),
         # the paper's GRPO
         beta=settings.beta,
@@ -359,7 +467,7 @@ def grpo_config(
         seed=settings.seed,
         # batching: each step generates prompts_per_step x num_generations completions and
         # trains on them in micro_steps passes of micro_batch (the gradient accumulated)
-        per_device_train_batch_size=settings.completions_per_step // settings.micro_steps,
+        per_device_train_batch_size=settings.completions_per_process // settings.micro_steps,
         gradient_accumulation_steps=settings.micro_steps,
         steps_per_generation=settings.micro_steps,
         # device
@@ -368,8 +476,7 @@ def grpo_config(
         fp16=False,
         activation_checkpointing=False,  # TRL: on (as gradient_checkpointing); ~25% slower here
         model_init_kwargs={"dtype": "bfloat16" if bf16 else "float32"},
-        use_vllm=settings.use_vllm,
-        **vllm,
+        **vllm_args(settings),
         generation_kwargs={"stop_token_ids": list(stop_ids)}
         if settings.use_vllm and stop_ids
         else None,
@@ -460,15 +567,17 @@ def train_refiner(
         )
         trainer.train()
         staged = work / "adapter"
-        trainer.model.save_pretrained(staged)
-        info = {
-            "base_model": str(base),
-            "settings": settings.model_dump(mode="json"),
-            "stop": list(stop),
-            "steps": trainer.state.global_step,
-        }
-        (staged / SETTINGS_FILE).write_text(json.dumps(info, indent=2))
-        _replace_dir(staged, out)
+        main_process = trainer.save_adapter(staged)
+        if main_process:
+            info = {
+                "base_model": str(base),
+                "settings": settings.model_dump(mode="json"),
+                "stop": list(stop),
+                "steps": trainer.state.global_step,
+            }
+            (staged / SETTINGS_FILE).write_text(json.dumps(info, indent=2))
+            _replace_dir(staged, out)
+        trainer.accelerator.wait_for_everyone()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return TrainResult(
@@ -478,6 +587,7 @@ def train_refiner(
         generation_s=trainer.generation_s_total,
         reward_s=trainer.reward_s_total,
         model=trainer.model,
+        main_process=main_process,
     )
 
 

@@ -7,6 +7,7 @@ module only when it trains. What touches TRL's private API is in ``trl_internals
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
@@ -34,6 +35,19 @@ class TimedGRPOTrainer(HookedGRPOTrainer):
         super().__init__(*args, **kwargs)
         if stop_token_ids:
             self.add_eos_token_ids(stop_token_ids)
+
+    def save_adapter(self, folder: str | Path) -> bool:
+        """Save the LoRA adapter to ``folder`` in the main process; True there.
+
+        Every process of a launched run calls it: under DeepSpeed ZeRO-3 the weights are
+        gathered from all of them (``stage3_gather_16bit_weights_on_model_save``).
+        """
+        engine = self.deepspeed if self.is_deepspeed_enabled else self.model
+        state_dict = self.accelerator.get_state_dict(engine)
+        if not self.accelerator.is_main_process:
+            return False
+        self.accelerator.unwrap_model(self.model).save_pretrained(folder, state_dict=state_dict)
+        return True
 
     def on_step_time(self, name: str, seconds: float) -> None:
         self.record_metric(name, seconds)

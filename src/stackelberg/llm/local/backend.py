@@ -16,7 +16,7 @@ import torch
 from stackelberg.llm.base import Backend, Message, Prompt, SamplingParams, plain_chat
 from stackelberg.llm.cache import ResponseCache
 from stackelberg.llm.embedded import EMBEDDED_NAME, GGUF_FILE, ensure_checkpoint
-from stackelberg.llm.errors import ContextLengthError
+from stackelberg.llm.errors import ConfigError, ContextLengthError
 from stackelberg.llm.local import decode, scoring
 from stackelberg.llm.local.hf_internals import allow_grouped_kv_attention
 from stackelberg.llm.local.loading import adapter_digest, load_model
@@ -95,6 +95,8 @@ class LocalBackend(Backend):
         self.device = torch.device(
             ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
         )
+        if self.device.type == "cuda" and not torch.cuda.is_available():
+            raise ConfigError(f"local backend: device {device!r}, but this machine has no CUDA GPU")
         if self.device.type == "cpu":
             set_threads(threads)
             allow_grouped_kv_attention()

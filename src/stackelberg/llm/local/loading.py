@@ -54,15 +54,25 @@ def quantize_int8(lm: Any) -> Any:
         )
 
 
+def weights_dtype(dtype: str, device: torch.device) -> str:
+    """The weights' dtype: 'auto' is float32 on a CPU (no fast bf16 there) and bfloat16 on a GPU.
+
+    >>> weights_dtype("auto", torch.device("cuda")), weights_dtype("auto", torch.device("cpu"))
+    ('bfloat16', 'float32')
+    """
+    if dtype == "auto":
+        return "float32" if device.type == "cpu" else "bfloat16"
+    if dtype == "int8" and device.type != "cpu":
+        raise ValueError("local backend: dtype 'int8' is for CPU; use bfloat16 on a GPU")
+    return dtype
+
+
 def load_model(
     path: str, model: str, dtype: str, device: torch.device, adapter: str | None
 ) -> tuple[Any, Any]:
     """The tokenizer and the model in eval mode on ``device``; ``model`` is the name the user
     gave (for errors), ``dtype`` 'auto', 'int8' (CPU) or a torch dtype's name."""
-    if dtype == "auto":
-        dtype = "float32" if device.type == "cpu" else "bfloat16"
-    if dtype == "int8" and device.type != "cpu":
-        raise ValueError("local backend: dtype 'int8' is for CPU; use bfloat16 on a GPU")
+    dtype = weights_dtype(dtype, device)
     load_dtype = torch.float32 if dtype == "int8" else getattr(torch, dtype)
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)
