@@ -96,3 +96,5 @@ def test_rollouts_end_as_trls_do_and_replay_with_the_seed(policy):
 def test_local_generation_and_vllm_are_one_choice():
     with pytest.raises(ValidationError, match="use_vllm generates through vLLM"):
         GRPOSettings(use_vllm=True, generation="local")
+    with pytest.raises(ValidationError, match="ZeRO-3 shards the weights"):
+        GRPOSettings(generation="local", launch="deepspeed", num_processes=2, zero_stage=3)

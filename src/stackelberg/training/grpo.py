@@ -202,6 +202,8 @@ class GRPOSettings(Settings):
     def _launch_and_vllm_agree(self) -> GRPOSettings:
         if self.use_vllm and self.generation == "local":
             raise ValueError("use_vllm generates through vLLM: set generation: trl with it")
+        if self.generation == "local" and self.launch == "deepspeed" and self.zero_stage == 3:
+            raise ValueError("ZeRO-3 shards the weights the local decoder reads: generation: trl")
         if self.launch == "none" and self.num_processes > 1:
             raise ValueError(
                 f"num_processes {self.num_processes} needs launch accelerate or deepspeed "
