@@ -159,3 +159,16 @@ def test_backends_of_the_same_weights_share_one_loaded_copy(local_llm):
     assert int8.lm is not local_llm.lm  # other weights: their own copy and store
     assert int8.prefix_store is not local_llm.prefix_store
     assert int8.prefix_store.budget is local_llm.prefix_store.budget  # one memory budget
+
+
+def test_the_gguf_is_parsed_once_within_the_block_and_gguf_is_restored():
+    import gguf
+
+    from stackelberg.llm.embedded import gguf_path, parsed_once
+
+    reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    with parsed_once():
+        assert gguf.GGUFReader(gguf_path()) is gguf.GGUFReader(gguf_path())
+        arch = gguf.MODEL_ARCH.LLAMA
+        assert gguf.get_tensor_name_map(arch, 30) is gguf.get_tensor_name_map(arch, 30)
+    assert (gguf.GGUFReader, gguf.get_tensor_name_map) == (reader, name_map)

@@ -8,10 +8,13 @@ nothing half-written. The package itself is never imported (it needs the ``llm``
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from stackelberg.llm.errors import ModelNotFoundError
@@ -44,6 +47,23 @@ def checkpoint_dir() -> Path:
     return cache_dir() / "models" / GGUF_FILE.removesuffix(".gguf")
 
 
+@contextmanager
+def parsed_once() -> Iterator[None]:
+    """transformers reads a GGUF file's metadata anew for the tokenizer, the config and the
+    weights (``gguf.GGUFReader``, ~5 s each here), and builds the same tensor-name map once
+    per module (``gguf.get_tensor_name_map``, ~8 s in all): within this block each is built
+    once per arguments. Both are read-only once built; the patch is undone on exit."""
+    import gguf
+
+    saved = gguf.GGUFReader, gguf.get_tensor_name_map
+    gguf.GGUFReader = functools.lru_cache(maxsize=4)(gguf.GGUFReader)
+    gguf.get_tensor_name_map = functools.lru_cache(maxsize=16)(gguf.get_tensor_name_map)
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = saved
+
+
 def ensure_checkpoint() -> Path:
     """Return the plain fp32 checkpoint of the embedded model, converting the GGUF on first use."""
     target = checkpoint_dir()
@@ -56,10 +76,11 @@ def ensure_checkpoint() -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
     try:
-        tokenizer = AutoTokenizer.from_pretrained(src.parent, gguf_file=src.name)
-        model = AutoModelForCausalLM.from_pretrained(
-            src.parent, gguf_file=src.name, dtype=torch.float32
-        )
+        with parsed_once():
+            tokenizer = AutoTokenizer.from_pretrained(src.parent, gguf_file=src.name)
+            model = AutoModelForCausalLM.from_pretrained(
+                src.parent, gguf_file=src.name, dtype=torch.float32
+            )
         # A model loaded from GGUF refuses save_pretrained until its quantizer is dropped;
         # the weights are already dequantised to fp32.
         model.hf_quantizer = None
