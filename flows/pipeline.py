@@ -92,7 +92,7 @@ def record_in_lock(name: str) -> None:
 @flow(name="stackelberg-pipeline", log_prints=True)
 def pipeline(targets: list[str] | None = None, force: bool = False) -> dict[str, Any]:
     """Run every stale stage in order; returns timings (stage work vs orchestration)."""
-    from flows.context import current_params
+    from flows.context import current_params, freeze_libraries
     from flows.stage import run_stage
     from flows.tracking import pipeline_run
 
@@ -108,6 +108,7 @@ def pipeline(targets: list[str] | None = None, force: bool = False) -> dict[str,
                 continue
             stage, _, game = name.partition("@")
             print(f"[{i}/{len(order)}] {name}: running")
+            freeze_libraries()
             t0 = time.perf_counter()
             metrics = run_stage(stage, game or "all")
             record_in_lock(name)
