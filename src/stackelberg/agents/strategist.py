@@ -35,7 +35,7 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from stackelberg.agents.llm_agents import NO_ANSWER, StepsAgent
+from stackelberg.agents.llm_agents import NO_ANSWER, StepsAgent, check_speech_mode
 from stackelberg.agents.lookahead.belief import (
     RoleBelief,
     belief_summary,
@@ -55,7 +55,6 @@ from stackelberg.agents.scripted.avalon import AvalonScripted, parse_claims
 from stackelberg.games.avalon import team_options
 from stackelberg.games.base import SPEAK, ConfigError, Decision
 
-SPEECH_MODES = ("llm", "template")
 #: the route (``evaluation.tournament.build_agent``) whose object is this kind's value model
 STRATEGIST_ROUTE = "strategist"
 #: new tokens per other player of a rating answer ("Player 2: evil +1, Merlin 0; ")
@@ -81,8 +80,7 @@ class StrategistAgent(StepsAgent):
         rating_tokens: int | None = None,
         **options: Any,
     ) -> None:
-        if speech not in SPEECH_MODES:
-            raise ConfigError(f"speech: {speech!r}; choose one of: {', '.join(SPEECH_MODES)}")
+        check_speech_mode(speech)
         if determinizations < 1 or max_teams < 1:
             raise ConfigError(
                 f"strategist: determinizations and max_teams must be at least 1, got "
@@ -282,4 +280,4 @@ class StrategistAgent(StepsAgent):
         self.note("ratings", "(no usable rating: the belief is unchanged)")
 
 
-__all__ = ["SPEECH_MODES", "STRATEGIST_ROUTE", "StrategistAgent"]
+__all__ = ["STRATEGIST_ROUTE", "StrategistAgent"]
