@@ -29,7 +29,7 @@ from stackelberg.agents.scripted.avalon import AvalonScripted
 from stackelberg.evaluation.stats import paired_bootstrap_diff
 from stackelberg.evaluation.tournament import build_agent, play_matrix
 from stackelberg.games import ConfigError, make_game
-from stackelberg.games.base import SPEAK
+from stackelberg.games.base import SPEAK, Decision
 from stackelberg.params import ParamsError, load_params
 from stackelberg.training.strategist import (
     StrategistSettings,
@@ -245,6 +245,22 @@ def test_a_game_is_legal_and_each_decision_takes_its_steps(api, choice):
     assert any(r.startswith("Player ") for r in ratings)  # parsed ratings moved the belief
     assert any(sum(map(abs, a.belief.evil_shift)) for a in table.agents[::2])
     assert sum(a.rating_reasks for a in table.agents[::2]) > 0  # a re-ask was needed
+
+
+def test_an_unusable_rating_is_asked_again_then_leaves_the_belief_unchanged(api):
+    game = make_game("avalon")
+    game.reset(0)
+    agent = make_agent("strategist", "avalon", llm=api, max_choice_attempts=2, **SMALL)
+    agent.setup(game, 0, random.Random(0))
+    steps = agent._rate(Decision(0, "vote", (True, False), "Vote on the team."))
+    asked = [next(steps)]
+    with pytest.raises(StopIteration):
+        while True:
+            asked.append(steps.send([["I cannot say."]]))
+    assert len(asked) == 2 and agent.rating_reasks == 1
+    assert "rated no player" in asked[1][0].prompt[-1]["content"]
+    assert not any(agent.belief.evil_shift) and not any(agent.belief.merlin_shift)
+    assert agent.take_notes() == [("ratings", "(no usable rating: the belief is unchanged)")]
 
 
 def test_reasoning_is_private_to_its_player_and_read_by_no_prompt(api):
