@@ -43,7 +43,12 @@ from stackelberg.agents.lookahead.belief import (
     rating_summary,
 )
 from stackelberg.agents.lookahead.search import best, cycle_of, lookahead, reach
-from stackelberg.agents.lookahead.value import ValueModel, public_p_evil, quest_history
+from stackelberg.agents.lookahead.value import (
+    ValueModel,
+    load_value,
+    public_p_evil,
+    quest_history,
+)
 from stackelberg.agents.prompting import (
     INTENDED_ACTION,
     PUSH_ACTION,
@@ -88,8 +93,6 @@ class StrategistAgent(StepsAgent):
             )
         super().__init__(llm, **options)
         if isinstance(value, str | Path):
-            from stackelberg.agents.lookahead.value import load_value
-
             value = load_value(value)
         self.value = value if value is not None else ValueModel()
         self.speech = speech
