@@ -158,6 +158,11 @@ def cmd_play(args: argparse.Namespace) -> int:
         from stackelberg.agents.tactics.policy import load_policy
 
         policy = load_policy(args.tactics)
+    value = None
+    if args.value and "strategist" in kinds:  # before a backend loads
+        from stackelberg.agents.lookahead.value import load_value
+
+        value = load_value(args.value)
     judged = options.get("evaluator") == "llm"  # a scored game's LLM evaluator
     llm = _backend(args) if judged or any(k in LLM_AGENT_KINDS for k in kinds) else None
     agent_options = {"choice": args.choice}
@@ -166,7 +171,7 @@ def cmd_play(args: argparse.Namespace) -> int:
         if kind == HumanAgent.kind:
             return HumanAgent()
         if kind in LLM_AGENT_KINDS:
-            extra = {"policy": policy} if kind == "rl_ins" else {}
+            extra = {"rl_ins": {"policy": policy}, "strategist": {"value": value}}.get(kind, {})
             return make_agent(kind, args.game, llm=llm, **agent_options, **extra)
         return make_agent(kind, args.game)
 
@@ -351,6 +356,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FOLDER",
         help="rl_ins seats: the trained tactic policy (models/tactics/onuw); without it they "
         "draw their tactics uniformly",
+    )
+    play.add_argument(
+        "--value",
+        metavar="FOLDER",
+        help="strategist seats: the fitted value model (models/strategist/avalon); without it "
+        "their search values only finished games",
     )
     play.add_argument(
         "--batch-games",

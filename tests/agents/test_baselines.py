@@ -6,8 +6,7 @@ game on the embedded model."""
 from __future__ import annotations
 
 import pytest
-from llm.fake_server import MODEL, FakeServer
-from llm.game_policy import play_answer
+from llm.counting import Counting
 from record_checks import check_record, rule_check
 
 from stackelberg.agents import AGENT_KINDS, check_kind, make_agent
@@ -59,36 +58,6 @@ def expected_calls(kind: str, decision, history: bool) -> int:
     if kind in ("belief", "rl_ins"):  # belief, act (rl_ins: its tactic is no call); night: act
         return 2 if day else 1
     return 3 if speech else 2 if day else 1  # llm_ins: belief, tactic (speech), act
-
-
-class Counting:
-    """A backend that counts the requests it answers (one request is one LLM call)."""
-
-    def __init__(self, llm) -> None:
-        self.llm, self.calls = llm, 0
-
-    def __getattr__(self, name):
-        return getattr(self.llm, name)
-
-    def run_batch(self, requests):
-        self.calls += len(requests)
-        return self.llm.run_batch(requests)
-
-
-@pytest.fixture(scope="module")
-def api():
-    """The openai backend on the loopback server, playing as the pretend chat model (it
-    scores too, as vLLM does)."""
-    from stackelberg.llm import make_llm
-
-    with FakeServer() as server:
-        server.answer = play_answer
-        server.models = {MODEL}
-        llm = make_llm(
-            {"backend": "openai", "model": MODEL, "base_url": server.url + "/v1", "cache": "off"}
-        )
-        yield llm
-        llm.close()
 
 
 def play(kind: str, game_name: str, llm, choice: str, seed: int = 1):

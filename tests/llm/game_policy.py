@@ -66,6 +66,16 @@ _SPEECHES = (
 )
 
 
+def rating_answer(system: str | None, messages: list[dict]) -> str:
+    """strategist's belief step: ratings in its one-line form, but about one first answer in
+    four rates nobody (the re-ask then gets ratings)."""
+    h = _hash(system, messages[0]["content"])
+    if h % 4 == 0 and len(messages) == 1:
+        return "I am not sure about anyone yet."
+    a, b = h % 6 + 1, (h // 6) % 6 + 1
+    return f"Player {a}: evil {h % 5 - 2:+d}, Merlin 0; Player {b}: evil -1, Merlin {h % 3 - 1:+d}"
+
+
 def play_answer(system: str | None, messages: list[dict], index: int) -> str:
     """The pretend model's answer to a conversation (``index``: the n-th sample)."""
     last = messages[-1]["content"]
@@ -74,6 +84,8 @@ def play_answer(system: str | None, messages: list[dict], index: int) -> str:
         return choice_answer(system, messages)
     if "WANTS" in last or "does NOT want" in last or "Answer with JSON only" in last:
         return label_answer(last)
+    if "rate evil and Merlin" in first:
+        return rating_answer(system, messages)
     if "Before acting, think" in last:
         return "I should keep an eye on the quiet players."
     me = _ME.search(system or "")

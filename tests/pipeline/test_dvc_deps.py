@@ -133,3 +133,14 @@ def test_the_tactics_stage_runs_for_the_games_rl_ins_plays():
     assert listed == [g for g in GAME_NAMES if g in RLInstructedAgent.games] == list(GAMES)
     evaluate = dvc_stages()["evaluate"]
     assert all(f"models/tactics/{game}" in evaluate for game in listed)
+
+
+def test_the_strategist_stage_runs_for_the_games_strategist_plays():
+    """Likewise the strategist stage: its foreach, the games strategist plays and GAMES."""
+    from stackelberg.agents.strategist import StrategistAgent
+    from stages.strategist import GAMES
+
+    listed = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["strategist"]["foreach"]
+    assert listed == [g for g in GAME_NAMES if g in StrategistAgent.games] == list(GAMES)
+    evaluate = dvc_stages()["evaluate"]
+    assert all(f"models/strategist/{game}" in evaluate for game in listed)

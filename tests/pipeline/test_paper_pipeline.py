@@ -59,6 +59,8 @@ SHRINK = {
     "evaluate.batch_games": 16,
     "tactics.episodes": 200,
     "tactics.eval_games": 20,
+    "strategist.games": 60,
+    "strategist.eval_games": 20,
     "orchestration.task_retries": 0,
 }
 
@@ -72,6 +74,8 @@ def paper_params_on(url: str) -> dict:
     for key, value in SHRINK.items():
         section, name = key.split(".")
         params[section][name] = value
+    for sections in params["game_overrides"].values():  # the shrunk tournaments: SHRINK's two
+        sections["evaluate"].pop("conditions", None)
     return params
 
 

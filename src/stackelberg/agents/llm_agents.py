@@ -40,6 +40,18 @@ from stackelberg.games.base import ConfigError, Decision
 from stackelberg.llm import GenerateRequest, ScoreRequest
 
 FALLBACK_SPEECH = "I have nothing to add for now."
+#: how a player with a no-LLM way to play speaks (rl_ins, strategist: the agent option
+#: ``speech``): an LLM's words, or the scripted player's templates (no LLM at all)
+SPEECH_MODES = ("llm", "template")
+
+
+def check_speech_mode(speech: str) -> str:
+    """``speech`` if it is one of ``SPEECH_MODES``, else ConfigError in one line."""
+    if speech not in SPEECH_MODES:
+        raise ConfigError(f"speech: {speech!r}; choose one of: {', '.join(SPEECH_MODES)}")
+    return speech
+
+
 NO_ANSWER = "(no answer)"
 
 

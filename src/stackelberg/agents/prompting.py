@@ -210,6 +210,10 @@ REASONING_STEPS: dict[str, tuple[str, str]] = {
         "may have moved cards, and some players lie. Answer in one or two sentences.",
     ),
     "tactic": ("Your speaking tactic", "Choose your speaking tactic for this speech."),
+    "guide": (
+        "Your answers to the guide",
+        "Answer the questions above briefly, in one or two sentences.",
+    ),
     "social_memory": (
         "Your notes on the other",
         "Update your notes on the other character: in one or two sentences, what have they "
@@ -237,3 +241,7 @@ PREVIOUS_STRATEGY = "Your strategy so far"
 IN_TACTIC = "Speak in that tactic."
 #: metamind's memory steps see the notes they kept at the previous turn
 PREVIOUS_NOTES = "Your notes so far"
+#: strategist: its intended action (from its search), before its guide and its speech
+INTENDED_ACTION = "Your intended action"
+#: strategist: the line before its speech, after its answers to the guide
+PUSH_ACTION = "Now speak: win the table over to your intended action, and do not reveal your role."

@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from stackelberg.agents.baselines import BeliefAgent
+from stackelberg.agents.llm_agents import SPEECH_MODES, check_speech_mode
 from stackelberg.agents.prompting import IN_TACTIC, REASONING_STEPS
 from stackelberg.agents.prompts.onuw import TACTICS
 from stackelberg.agents.tactics.features import features
 from stackelberg.agents.tactics.speech import TACTIC_NAMES, TacticSpeaker
-from stackelberg.games.base import SPEAK, ConfigError, Decision
+from stackelberg.games.base import SPEAK, Decision
 
-SPEECH_MODES = ("llm", "template")
 #: the route (``evaluation.tournament.build_agent``) whose object is this kind's policy
 TACTICS_ROUTE = "tactics"
 
@@ -47,8 +47,7 @@ class RLInstructedAgent(BeliefAgent):
         belief: bool = True,
         **options: Any,
     ) -> None:
-        if speech not in SPEECH_MODES:
-            raise ConfigError(f"speech: {speech!r}; choose one of: {', '.join(SPEECH_MODES)}")
+        check_speech_mode(speech)
         super().__init__(llm, **options)
         if isinstance(policy, str | Path):
             from stackelberg.agents.tactics.policy import load_policy

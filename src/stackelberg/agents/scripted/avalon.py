@@ -140,6 +140,15 @@ def parse_vote_intent(text: str) -> bool | None:
     return None
 
 
+def fails_likelihood(evil_on_team: int, fails: int) -> float:
+    """How likely a quest shows ``fails`` Fail cards when ``evil_on_team`` evil players are on
+    it, each failing with probability ``FAIL_RATE`` (0 when there are more fails than evil)."""
+    if fails > evil_on_team:
+        return 0.0
+    k = evil_on_team
+    return math.comb(k, fails) * FAIL_RATE**fails * (1 - FAIL_RATE) ** (k - fails)
+
+
 def _names(ids: list[int] | tuple[int, ...]) -> str:
     names = [player_name(p) for p in ids]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
@@ -185,7 +194,8 @@ class AvalonScripted(Agent):
         self._talks: list[float] | None = None
 
     # ---- what I learn -----------------------------------------------------------------------
-    def _observe(self) -> None:
+    def observe(self) -> None:
+        """Read the events since the last look (a searching player reads the result too)."""
         for ev in self.new_events():
             t = ev.type
             if t == "speech":
@@ -315,7 +325,7 @@ class AvalonScripted(Agent):
         elif self.my_role == "merlin":
             return
         else:
-            risky = max(self._risk(p) for p in team) > 0.6
+            risky = max(self.risk(p) for p in team) > 0.6
             for voter, approve in votes.items():
                 if voter != self.player and risky and approve:
                     self.susp[voter] += 0.05
@@ -329,12 +339,7 @@ class AvalonScripted(Agent):
             members = set(team)
             weights = self.weights
             for i, hs in enumerate(self.hyps):
-                k = len(hs & members)
-                weights[i] *= (
-                    0.0
-                    if fails > k
-                    else math.comb(k, fails) * FAIL_RATE**fails * (1 - FAIL_RATE) ** (k - fails)
-                )
+                weights[i] *= fails_likelihood(len(hs & members), fails)
             if not any(weights):  # evidence against every hypothesis: start over, keep quests
                 self.weights = [1.0] * len(self.hyps)
             self._update_posterior()
@@ -370,7 +375,7 @@ class AvalonScripted(Agent):
             return None
         return a if diff > 0 else b
 
-    def _risk(self, p: int) -> float:
+    def risk(self, p: int) -> float:
         """How likely ``p`` is evil in my eyes (cached until I see new events)."""
         risks = self._risks
         if risks is None:
@@ -396,7 +401,8 @@ class AvalonScripted(Agent):
     def _quest(self) -> int:
         return self.successes + self.failures + 1
 
-    def _choose_team(self, size: int) -> tuple[int, ...]:
+    def choose_team(self, size: int) -> tuple[int, ...]:
+        """The team it would propose as leader: itself and those it trusts most."""
         rand = self.rng.random
         if self.evil:
             # me plus the players the good side trusts most (never an evil teammate)
@@ -404,14 +410,15 @@ class AvalonScripted(Agent):
             others.sort(key=lambda p: self._public(p) + 0.3 * rand())
         else:
             others = [p for p in range(self.n) if p != self.player]
-            others.sort(key=lambda p: self._risk(p) + 0.3 * rand())
+            others.sort(key=lambda p: self.risk(p) + 0.3 * rand())
         return tuple(sorted([self.player, *others[: size - 1]]))
 
     def _must_hold_evil(self, team: tuple[int, ...]) -> bool:
         """A team without me as large as the good players other than me must hold an evil."""
         return self.player not in team and len(team) > self.n - self.n_evil - 1
 
-    def _approve(self, team: tuple[int, ...], attempt_last: bool) -> bool:
+    def approves(self, team: tuple[int, ...], attempt_last: bool) -> bool:
+        """Whether it would approve ``team`` (``attempt_last``: the fifth vote decides)."""
         rand = self.rng.random
         if self.evil:
             has_evil = any(p in self.known_evil for p in team)
@@ -434,9 +441,9 @@ class AvalonScripted(Agent):
         members = [p for p in team if p != me]
         if not members:
             return True
-        ranked = sorted(self._risk(p) for p in range(self.n) if p != me)
+        ranked = sorted(self.risk(p) for p in range(self.n) if p != me)
         bar = ranked[len(members) - 1] + 0.05  # the riskiest member of the best such team
-        return all(self._risk(p) <= bar for p in members)
+        return all(self.risk(p) <= bar for p in members)
 
     def _card(self) -> bool:
         """True = Success. Only evil players get a choice."""
@@ -462,19 +469,20 @@ class AvalonScripted(Agent):
         parts: list[str] = []
         if leader:
             size = self.sizes[self._quest() - 1]
-            self.plan = self._choose_team(size)
+            self.plan = self.choose_team(size)
             parts.append(f"I propose {_names(self.plan)}.")
         elif self.leader_plan and len(self.leader_plan) == self.sizes[self._quest() - 1]:
-            if self._approve(self.leader_plan, False):
+            if self.approves(self.leader_plan, False):
                 parts.append("I will approve this team.")
             else:
                 parts.append("I vote to reject this team.")
-        opinion = self._opinion()
+        opinion = self.opinion()
         if opinion:
             parts.append(opinion)
         return " ".join(parts) if parts else "I have no strong read yet."
 
-    def _opinion(self) -> str | None:
+    def opinion(self) -> str | None:
+        """A sentence on whom it suspects or trusts, or None."""
         rand = self.rng.random
         me = self.player
         if self.my_role == "merlin":
@@ -504,30 +512,30 @@ class AvalonScripted(Agent):
                 return f"{player_name(min(good, key=lambda p: self._public(p) + rand()))} looks trustworthy."
             return None
         others = [p for p in range(self.n) if p != me]
-        worst = max(others, key=lambda p: self._risk(p))
-        if self._risk(worst) > 0.8 and rand() < 0.8:
+        worst = max(others, key=lambda p: self.risk(p))
+        if self.risk(worst) > 0.8 and rand() < 0.8:
             return f"I suspect {player_name(worst)}."
         if rand() < 0.3:
-            best = sorted(others, key=lambda p: self._risk(p) + 0.1 * rand())[:2]
+            best = sorted(others, key=lambda p: self.risk(p) + 0.1 * rand())[:2]
             return f"{_names(sorted(best))} look trustworthy."
         return None
 
     # ---- decisions --------------------------------------------------------------------------
     def act(self, decision: Decision) -> Any:
-        self._observe()
+        self.observe()
         kind = decision.kind
         options = decision.options
         if kind == SPEAK:
             return self._speak()
         if kind == "vote":
-            return self._approve(
+            return self.approves(
                 self.cur_team, self.attempt == MAX_ATTEMPTS and self.last_vote_decides
             )
         if kind == "quest":
             return True if len(options) == 1 else self._card()
         if kind == "propose":
             size = len(options[0])
-            team = self.plan if self.plan and len(self.plan) == size else self._choose_team(size)
+            team = self.plan if self.plan and len(self.plan) == size else self.choose_team(size)
             return team if team in options else options[0]
         if kind == "assassinate":
             return self._assassinate(options)

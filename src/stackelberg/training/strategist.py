@@ -1,0 +1,126 @@
+"""The strategist's value model, fitted on scripted Avalon self-play (no LLM).
+
+Each game is played by scripted players on every seat. At the start of every discussion
+(every team cycle) each seat's features are taken from that seat's own bookkeeping
+(``lookahead.value.features``), labelled with whether its camp went on to win; one logistic
+regression per camp is fitted on the rows of ``games`` games, and judged on ``eval_games``
+other seeds against the camp's base rate (always predicting the camp's more frequent
+outcome, and its win rate as the probability), the chance level of this prediction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import Field
+
+from stackelberg.agents import make_agent
+from stackelberg.agents.lookahead.value import CAMPS, ValueModel, features, fit_value
+from stackelberg.agents.runner import Table
+from stackelberg.games import make_game
+from stackelberg.games.base import SPEAK
+from stackelberg.settings import Settings
+
+#: the game the value model is for (``strategist`` plays Avalon only)
+GAME = "avalon"
+#: evaluation seeds start here, apart from the training games' seeds
+EVAL_SEEDS = 1_000_000
+
+Row = tuple[list[float], str, bool]
+
+
+class StrategistSettings(Settings):
+    """The ``strategist`` section of params.yaml: how its value model is fitted."""
+
+    games: int = Field(
+        1500, ge=1, lt=EVAL_SEEDS, description="scripted self-play games the value is fitted on"
+    )
+    eval_games: int = Field(
+        500,
+        ge=0,
+        description="held-out seeds the value is judged on, against the camp's base rate",
+    )
+    ridge: float = Field(1.0, ge=0, description="L2 penalty of the logistic regressions")
+    seed: int = Field(0, description="seed of the first training game")
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="Avalon options of the games (docs/games.md)"
+    )
+
+
+def play_rows(seeds: Sequence[int], options: dict[str, Any] | None = None) -> list[list[Row]]:
+    """Scripted games on ``seeds``; per game, a row per seat at the start of each discussion."""
+    games = []
+    for seed in seeds:
+        game = make_game(GAME, dict(options or {}))
+        n = game.reset(seed).n_players
+        agents = [make_agent("scripted", GAME) for _ in range(n)]
+        Table(game, agents, seed).start()
+        states, cycle = [], None
+        while (decision := game.decision()) is not None:
+            if decision.kind == SPEAK and (game.quest, game.attempt) != cycle:
+                cycle = (game.quest, game.attempt)
+                for agent in agents:
+                    agent.observe()
+                    states.append((features(agent), agent.team))
+            game.step(agents[decision.player].act(decision))
+        winner = game.result()["winner"]
+        games.append([(v, camp, camp == winner) for v, camp in states])
+    return games
+
+
+def eval_seeds(settings: StrategistSettings) -> range:
+    start = EVAL_SEEDS + settings.seed
+    return range(start, start + settings.eval_games)
+
+
+def base_rates(rows: Sequence[Row]) -> dict[str, float]:
+    """Each camp's share of won rows (0.5 for a camp without rows)."""
+    out = {}
+    for camp in CAMPS:
+        won = [w for _, c, w in rows if c == camp]
+        out[camp] = sum(won) / len(won) if won else 0.5
+    return out
+
+
+def judge(model: ValueModel, rates: dict[str, float], games: Sequence[Sequence[Row]]):
+    """Per held-out game: (the model's accuracy, the base rate's accuracy, the model's log
+    loss, the base rate's log loss) over its rows."""
+
+    def loss(p: float, won: bool) -> float:
+        p = min(max(p, 1e-6), 1 - 1e-6)
+        return -math.log(p if won else 1 - p)
+
+    out = []
+    for rows in games:
+        if not rows:
+            continue
+        scores = [0.0, 0.0, 0.0, 0.0]
+        for vector, camp, won in rows:
+            p, base = model.value(vector, camp), rates[camp]
+            scores[0] += (p > 0.5) == won
+            scores[1] += (base > 0.5) == won
+            scores[2] += loss(p, won)
+            scores[3] += loss(base, won)
+        out.append(tuple(s / len(rows) for s in scores))
+    return out
+
+
+def fit_strategist_value(settings: StrategistSettings) -> tuple[ValueModel, dict[str, float]]:
+    """The fitted model and each camp's base rate on the training rows."""
+    first = settings.seed
+    rows = [r for g in play_rows(range(first, first + settings.games), settings.options) for r in g]
+    return fit_value(rows, settings.ridge), base_rates(rows)
+
+
+__all__ = [
+    "EVAL_SEEDS",
+    "GAME",
+    "StrategistSettings",
+    "base_rates",
+    "eval_seeds",
+    "fit_strategist_value",
+    "judge",
+    "play_rows",
+]
