@@ -29,6 +29,7 @@ LAYOUT = {
     "score": "data/scores/{game}.parquet",
     "grpo": "models/refiner/{game}",
     "tactics": "models/tactics/{game}",
+    "lspo": "models/lspo/{game}",
     "evaluate": "reports/{game}",
     "report": "reports/summary.md",
 }
@@ -42,7 +43,8 @@ INPUTS = {
     "score": ["sample", "label", "selfplay", "base_model"],
     "grpo": ["label", "selfplay", "base_model"],
     "tactics": [],
-    "evaluate": ["grpo", "tactics", "label", "selfplay", "base_model"],
+    "lspo": ["selfplay"],
+    "evaluate": ["grpo", "tactics", "lspo", "label", "selfplay", "base_model"],
     "report": [],
 }
 #: stages that run once, not per game: the params section they read

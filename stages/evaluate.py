@@ -5,7 +5,8 @@ Refiner; paired by instance) and the win-rate tournaments by camp (X and refiner
 same seeds; a scored game, Sotopia, reports its dimensions instead, scored by its rules or,
 with the game option ``evaluator: llm``, by models.labeler). Writes reports/GAME/metrics.json (DVC metrics) and PNG plots, logs to MLflow.
 ``rl_ins`` seats play with the tactics stage's policy (models/tactics/onuw), handed to them
-on the ``tactics`` route.
+on the ``tactics`` route; ``lspo`` seats with the lspo stage's (models/lspo/werewolf), on the
+``lspo`` route.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import json
 from itertools import zip_longest
 
+from stackelberg.agents.latent.cfr import load_policy as load_lspo_policy
+from stackelberg.agents.lspo import LSPO_ROUTE, LSPOAgent
 from stackelberg.agents.rl_ins import TACTICS_ROUTE, RLInstructedAgent
 from stackelberg.agents.tactics.policy import load_policy
 from stackelberg.datasets import of_split, read_dataset, seed_of
@@ -102,8 +105,11 @@ def tournaments(ctx) -> dict:
     model_of_seed = {s: draw_model(ctx.params.models.player, s).model_dump_json() for s in seeds}
     routes = {key: ctx.model(LLMConfig.model_validate_json(key)) for key in model_of_seed.values()}
     routes["refiner"] = ctx.model(trained_refiner)
-    if RL_INS in {parse_condition(c)[0] for c in (*p.conditions, p.opponent)}:
+    kinds = {parse_condition(c)[0] for c in (*p.conditions, p.opponent)}
+    if RL_INS in kinds:
         routes[TACTICS_ROUTE] = load_policy(ctx.path("tactics"))  # the tactics stage's
+    if LSPOAgent.kind in kinds:
+        routes[LSPO_ROUTE] = load_lspo_policy(ctx.path("lspo"))  # the lspo stage's
     judged = (p.options or {}).get("evaluator") == "llm"
     records = play_matrix(
         ctx.game,

@@ -3,7 +3,8 @@
 Every section is a pydantic model with ``extra="forbid"``: an unknown key or a bad value
 stops the run with one line naming the key. The sections of the method's stages are the
 library's own settings classes (``label``: LabelSettings, ``sample``: SampleSettings,
-``score``: ScoreSettings, ``grpo``: GRPOSettings, ``tactics``: TacticsSettings), so a key is
+``score``: ScoreSettings, ``grpo``: GRPOSettings, ``tactics``: TacticsSettings, ``lspo``:
+LspoSettings), so a key is
 defined once. Per-game tuning lives in ``game_overrides``
 (e.g. ``game_overrides.werewolf.grpo.learning_rate``) so that DVC reruns only that game's
 stages when one game's values change, while ``dvc exp run -S score.variant=pos_only``
@@ -34,6 +35,8 @@ from stackelberg.persuasion.intents import LabelSettings
 from stackelberg.persuasion.measurer import ScoreSettings
 from stackelberg.settings import Settings, one_line
 from stackelberg.training.grpo import GRPOSettings
+from stackelberg.training.lspo import GAME as LSPO_GAME
+from stackelberg.training.lspo import LspoSettings
 from stackelberg.training.tactics import GAME as TACTICS_GAME
 from stackelberg.training.tactics import TacticsSettings
 
@@ -227,6 +230,9 @@ class Params(Settings):
     tactics: TacticsSettings = _section(
         TacticsSettings, "the rl_ins tactic policy: REINFORCE on scripted ONUW self-play"
     )
+    lspo: LspoSettings = _section(
+        LspoSettings, "the lspo policy: latent strategies, CFR on the abstract Werewolf game"
+    )
     tracking: TrackingParams = _section(TrackingParams, "where MLflow records the runs")
     orchestration: OrchestrationParams = _section(OrchestrationParams, "Prefect: retries, schedule")
     game_overrides: dict[GameName, dict[str, dict[str, Any]]] = Field(
@@ -328,7 +334,8 @@ def check_pairings(params: Params) -> None:
             n = make_game(game, selfplay.options).reset(selfplay.seed).n_players
             for kind in seat_agents(selfplay.agents, n):
                 build_agent(kind, game, {"default": _NoModel()} if kind in LLM_AGENT_KINDS else {})
-                if kind in LLM_AGENT_KINDS and getattr(llm_agent_class(kind), "route_args", None):
+                cls = llm_agent_class(kind) if kind in LLM_AGENT_KINDS else None
+                if getattr(cls, "route_args", None) and not getattr(cls, "plays_untrained", False):
                     raise ParamsError(
                         f"{game}: selfplay.agents: {kind} plays with a trained model of a later "
                         "stage (rl_ins: the tactics stage's policy); name it in "
@@ -343,6 +350,10 @@ def check_pairings(params: Params) -> None:
         make_game(TACTICS_GAME, params.tactics.options)
     except ConfigError as err:
         raise ParamsError(f"tactics.options: {err}") from None
+    try:
+        make_game(LSPO_GAME, params.lspo.options)
+    except ConfigError as err:
+        raise ParamsError(f"lspo.options: {err}") from None
 
 
 class _NoModel:

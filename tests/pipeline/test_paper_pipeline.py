@@ -56,6 +56,9 @@ SHRINK = {
     "evaluate.batch_games": 16,
     "tactics.episodes": 200,
     "tactics.eval_games": 20,
+    "lspo.candidate_games": 10,
+    "lspo.iterations": 200,
+    "lspo.eval_games": 20,
     "orchestration.task_retries": 0,
 }
 

@@ -19,6 +19,7 @@ LLM_AGENTS = {
     "llm_ins": ("baselines", "LLMInstructedAgent"),
     "rl_ins": ("rl_ins", "RLInstructedAgent"),
     "metamind": ("baselines", "MetaMindAgent"),
+    "lspo": ("lspo", "LSPOAgent"),
 }
 LLM_AGENT_KINDS = tuple(LLM_AGENTS)
 AGENT_KINDS = ("random", "scripted", *LLM_AGENT_KINDS)
