@@ -56,6 +56,7 @@ def test_set_option_and_mixed_agents(tmp_path):
         (["play", "avalon", "--agents", "llm_ins"], "agent 'llm_ins' plays onuw only, not avalon"),
         (["play", "werewolf", "--agents", "random,random"], "2 kinds listed"),
         (["play", "onuw", "--agents", "rl_ins", "--tactics", "nowhere"], "no tactic policy in"),
+        (["play", "werewolf", "--agents", "lspo", "--lspo", "nowhere"], "no lspo policy in"),
         (["play", "werewolf", "--games", "0"], "--games"),
         (
             ["play", "onuw", "--agents", "direct", "--backend", "anthropic", "--model", "c"]

@@ -153,11 +153,15 @@ def cmd_play(args: argparse.Namespace) -> int:
         kinds[args.human - 1] = HumanAgent.kind
     for kind in set(kinds) - {HumanAgent.kind}:
         check_kind(kind, args.game)  # before a backend loads
-    policy = None
-    if args.tactics and "rl_ins" in kinds:  # before a backend loads
+    policies: dict[str, Any] = {}  # kind -> the policy its seats play, loaded before a backend
+    if args.tactics and "rl_ins" in kinds:
         from stackelberg.agents.tactics.policy import load_policy
 
-        policy = load_policy(args.tactics)
+        policies["rl_ins"] = load_policy(args.tactics)
+    if args.lspo and "lspo" in kinds:
+        from stackelberg.agents.latent.cfr import load_policy as load_lspo_policy
+
+        policies["lspo"] = load_lspo_policy(args.lspo)
     judged = options.get("evaluator") == "llm"  # a scored game's LLM evaluator
     llm = _backend(args) if judged or any(k in LLM_AGENT_KINDS for k in kinds) else None
     agent_options = {"choice": args.choice}
@@ -166,7 +170,7 @@ def cmd_play(args: argparse.Namespace) -> int:
         if kind == HumanAgent.kind:
             return HumanAgent()
         if kind in LLM_AGENT_KINDS:
-            extra = {"policy": policy} if kind == "rl_ins" else {}
+            extra = {"policy": policies[kind]} if kind in policies else {}
             return make_agent(kind, args.game, llm=llm, **agent_options, **extra)
         return make_agent(kind, args.game)
 
@@ -351,6 +355,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FOLDER",
         help="rl_ins seats: the trained tactic policy (models/tactics/onuw); without it they "
         "draw their tactics uniformly",
+    )
+    play.add_argument(
+        "--lspo",
+        metavar="FOLDER",
+        help="lspo seats: the solved latent-strategy policy (models/lspo/werewolf); without "
+        "it they draw a speech act uniformly",
     )
     play.add_argument(
         "--batch-games",

@@ -89,7 +89,7 @@ def record_speeches(records: Iterable[dict]) -> dict[str, list[str]]:
     for record in records:
         roles = [p["role"] for p in record["players"]]
         for event in record["events"]:
-            if event["type"] == SPEAK and event["data"].get("text"):
+            if event["type"] == "speech" and event["data"].get("text"):
                 by_role.setdefault(roles[event["player"]], []).append(event["data"]["text"])
     return by_role
 
