@@ -14,7 +14,7 @@ import json
 
 from stackelberg.agents.latent.cfr import LatentPolicy, save_policy
 from stackelberg.datasets import read_dataset
-from stackelberg.evaluation.stats import paired_bootstrap_diff, wilson
+from stackelberg.evaluation.stats import held_out_comparison
 from stackelberg.games import ConfigError
 from stackelberg.io import atomic_writer
 from stackelberg.progress import progress
@@ -64,31 +64,16 @@ def finish(ctx, results) -> dict:
     }
     policy = LatentPolicy(strategies, res["table"])
     out = save_policy(policy, ctx.path(), game=ctx.game, settings=settings.model_dump(mode="json"))
-    solved, uniform = res["solved"], res["uniform"]
-    comparison = {}
-    if solved:
-        diff = paired_bootstrap_diff(uniform, solved, seed=settings.seed)
-        comparison = {
-            "solved": wilson(sum(solved), len(solved)).to_dict(),
-            "uniform": wilson(sum(uniform), len(uniform)).to_dict(),
-            "difference": diff.to_dict(),
-        }
+    comparison, gains = held_out_comparison(
+        ("uniform", "solved"), res["uniform"], res["solved"], settings.seed
+    )
     with atomic_writer(out / HISTORY) as fh:
         json.dump({"history": res["history"], "held_out": comparison}, fh, indent=1)
     for step, metrics in enumerate(res["history"], 1):
         mlflow.log_metrics({f"solve/{k}": float(v) for k, v in metrics.items()}, step=step)
     mlflow.log_artifacts(str(out), "lspo")
-    metrics = {
+    return {
         "self_play_records": res["records"],
         "information_sets": len(res["table"]),
         "latent_strategies": sum(len(ss) for ss in strategies.values()),
-    }
-    if comparison:
-        metrics |= {
-            "win_rate_solved": comparison["solved"]["estimate"],
-            "win_rate_uniform": comparison["uniform"]["estimate"],
-            "win_rate_gain": comparison["difference"]["estimate"],
-            "win_rate_gain_low": comparison["difference"]["ci"][0],
-            "win_rate_gain_high": comparison["difference"]["ci"][1],
-        }
-    return metrics
+    } | gains

@@ -104,6 +104,8 @@ def test_clustering_is_deterministic_and_gives_k_latent_strategies():
     assert [s.index for s in first] == [0, 1, 2, 3]
     assert all(s.act in ACT_NAMES and s.exemplars for s in first)
     assert all(e in speeches for s in first for e in s.exemplars)
+    # a strategy's exemplars do the act it is played as
+    assert all(speech_act(e, 7) == s.act for s in first for e in s.exemplars)
     # k above the number of distinct speeches: one strategy per distinct speech
     assert len(latent_strategies(["I trust Player 1.", "I suspect Player 2."] * 3, "v", 7, 5)) == 2
 

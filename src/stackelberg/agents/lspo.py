@@ -28,11 +28,10 @@ from typing import Any, ClassVar
 from stackelberg.agents.latent.acts import ACT_NAMES, LatentSpeaker
 from stackelberg.agents.latent.cfr import LatentPolicy
 from stackelberg.agents.latent.clusters import Strategy
-from stackelberg.agents.llm_agents import StepsAgent
+from stackelberg.agents.llm_agents import StepsAgent, TemplateSpeech
 from stackelberg.agents.prompting import IN_LATENT_STRATEGY, REASONING_STEPS
-from stackelberg.games.base import SPEAK, ConfigError, Decision
+from stackelberg.games.base import Decision
 
-SPEECH_MODES = ("llm", "template")
 #: the route (``evaluation.tournament.build_agent``) whose object is this kind's policy
 LSPO_ROUTE = "lspo"
 #: the step name of the chosen strategy in the record
@@ -45,7 +44,7 @@ def act_strategies(role: str) -> tuple[Strategy, ...]:
     return tuple(Strategy(role, i, act, share, ()) for i, act in enumerate(ACT_NAMES))
 
 
-class LSPOAgent(StepsAgent):
+class LSPOAgent(TemplateSpeech, StepsAgent):
     kind = "lspo"
     games: ClassVar[tuple[str, ...] | None] = ("werewolf",)
     #: named routes handed to the constructor: the solved policy of a tournament
@@ -56,19 +55,13 @@ class LSPOAgent(StepsAgent):
     def __init__(
         self, llm: Any = None, policy: Any = None, speech: str = "llm", **options: Any
     ) -> None:
-        if speech not in SPEECH_MODES:
-            raise ConfigError(f"speech: {speech!r}; choose one of: {', '.join(SPEECH_MODES)}")
+        self.set_speech_mode(speech)
         super().__init__(llm, **options)
         if isinstance(policy, str | Path):
             from stackelberg.agents.latent.cfr import load_policy
 
             policy = load_policy(policy)
         self.policy: LatentPolicy | None = policy
-        self.speech = speech
-
-    @classmethod
-    def needs_llm(cls, options: dict[str, Any]) -> bool:
-        return options.get("speech", "llm") != "template"
 
     def setup(self, game, player, rng) -> None:
         super().setup(game, player, rng)
@@ -77,9 +70,6 @@ class LSPOAgent(StepsAgent):
         self.speaker.setup(game, player, random.Random(rng.getrandbits(64)))
         #: (information set, strategy) of every speech
         self.choices: list[tuple[str, Strategy]] = []
-
-    def seat_facts(self) -> dict[str, Any]:
-        return super().seat_facts() if self.speech == "llm" else {}
 
     def strategy(self) -> Strategy:
         """Pick the latent strategy of the speech about to be made, and note it."""
@@ -94,11 +84,7 @@ class LSPOAgent(StepsAgent):
         self.note(STEP, f"{chosen.name}: {chosen.description}")
         return chosen
 
-    def act(self, decision: Decision) -> Any:
-        if self.speech == "llm":
-            return super().act(decision)
-        if decision.kind != SPEAK:
-            return self.speaker.act(decision)
+    def template_speech(self) -> str:
         return self.speaker.speech(self.strategy().act)
 
     def act_line(self, decision: Decision) -> str:
@@ -114,4 +100,4 @@ class LSPOAgent(StepsAgent):
         )
 
 
-__all__ = ["LSPO_ROUTE", "SPEECH_MODES", "LSPOAgent", "act_strategies"]
+__all__ = ["LSPO_ROUTE", "LSPOAgent", "act_strategies"]

@@ -111,12 +111,14 @@ def latent_strategies(
     found = []
     for j in range(len(centres)):
         members = np.flatnonzero(labels == j)
-        distance = ((points[members] - centres[j]) ** 2).sum(1)
-        nearest = list(
-            dict.fromkeys(speeches[i] for i in members[np.argsort(distance, kind="stable")])
-        )
-        acts = Counter(speech_act(speeches[i], n_players) for i in members)
-        act = min(acts, key=lambda a: (-acts[a], a))
+        acts = [speech_act(speeches[i], n_players) for i in members]
+        count = Counter(acts)
+        act = min(count, key=lambda a: (-count[a], a))
+        # the exemplars say what the strategy is played as: its act's speeches, nearest first
+        doing = members[np.array([a == act for a in acts])]
+        distance = ((points[doing] - centres[j]) ** 2).sum(1)
+        order = doing[np.argsort(distance, kind="stable")]
+        nearest = list(dict.fromkeys(speeches[i] for i in order))
         found.append((len(members), act, tuple(nearest[:exemplars])))
     found.sort(key=lambda f: (-f[0], f[1], f[2]))
     return [
