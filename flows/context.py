@@ -30,6 +30,7 @@ LAYOUT = {
     "grpo": "models/refiner/{game}",
     "tactics": "models/tactics/{game}",
     "strategist": "models/strategist/{game}",
+    "lspo": "models/lspo/{game}",
     "evaluate": "reports/{game}",
     "report": "reports/summary.md",
 }
@@ -44,7 +45,8 @@ INPUTS = {
     "grpo": ["label", "selfplay", "base_model"],
     "tactics": [],
     "strategist": [],
-    "evaluate": ["grpo", "tactics", "strategist", "label", "selfplay", "base_model"],
+    "lspo": ["selfplay"],
+    "evaluate": ["grpo", "tactics", "strategist", "lspo", "label", "selfplay", "base_model"],
     "report": [],
 }
 #: stages that run once, not per game: the params section they read

@@ -6,7 +6,8 @@ same seeds; a scored game, Sotopia, reports its dimensions instead, scored by it
 with the game option ``evaluator: llm``, by models.labeler). Writes reports/GAME/metrics.json (DVC metrics) and PNG plots, logs to MLflow.
 ``rl_ins`` seats play with the tactics stage's policy (models/tactics/onuw), handed to them
 on the ``tactics`` route; ``strategist`` seats with the strategist stage's value model
-(models/strategist/avalon), on the ``strategist`` route.
+(models/strategist/avalon), on the ``strategist`` route; ``lspo`` seats with the lspo stage's
+policy (models/lspo/werewolf), on the ``lspo`` route.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from __future__ import annotations
 import json
 from itertools import zip_longest
 
+from stackelberg.agents.latent.cfr import load_policy as load_lspo_policy
 from stackelberg.agents.lookahead.value import load_value
+from stackelberg.agents.lspo import LSPO_ROUTE, LSPOAgent
 from stackelberg.agents.rl_ins import TACTICS_ROUTE, RLInstructedAgent
 from stackelberg.agents.strategist import STRATEGIST_ROUTE, StrategistAgent
 from stackelberg.agents.tactics.policy import load_policy
@@ -110,6 +113,8 @@ def tournaments(ctx) -> dict:
         routes[TACTICS_ROUTE] = load_policy(ctx.path("tactics"))  # the tactics stage's
     if StrategistAgent.kind in kinds:
         routes[STRATEGIST_ROUTE] = load_value(ctx.path("strategist"))  # the strategist stage's
+    if LSPOAgent.kind in kinds:
+        routes[LSPO_ROUTE] = load_lspo_policy(ctx.path("lspo"))  # the lspo stage's
     judged = (p.options or {}).get("evaluator") == "llm"
     records = play_matrix(
         ctx.game,

@@ -11,7 +11,7 @@ import io
 import json
 
 from stackelberg.agents.tactics.policy import TacticPolicy, save_policy
-from stackelberg.evaluation.stats import paired_bootstrap_diff, wilson
+from stackelberg.evaluation.stats import held_out_comparison
 from stackelberg.games import ConfigError
 from stackelberg.io import atomic_writer
 from stackelberg.progress import progress
@@ -59,27 +59,12 @@ def finish(ctx, results) -> dict:
     policy = TacticPolicy(settings.hidden)
     policy.load_state_dict(torch.load(io.BytesIO(res["weights"]), weights_only=True))
     out = save_policy(policy, ctx.path(), game=ctx.game, settings=settings.model_dump(mode="json"))
-    trained, uniform = res["trained"], res["uniform"]
-    comparison = {}
-    if trained:
-        diff = paired_bootstrap_diff(uniform, trained, seed=settings.seed)
-        comparison = {
-            "trained": wilson(sum(trained), len(trained)).to_dict(),
-            "uniform": wilson(sum(uniform), len(uniform)).to_dict(),
-            "difference": diff.to_dict(),
-        }
+    comparison, gains = held_out_comparison(
+        ("uniform", "trained"), res["uniform"], res["trained"], settings.seed
+    )
     with atomic_writer(out / HISTORY) as fh:
         json.dump({"history": res["history"], "held_out": comparison}, fh, indent=1)
     for step, metrics in enumerate(res["history"], 1):
         mlflow.log_metrics({f"train/{k}": float(v) for k, v in metrics.items()}, step=step)
     mlflow.log_artifacts(str(out), "tactics")
-    metrics = {"updates": len(res["history"])}
-    if comparison:
-        metrics |= {
-            "win_rate_trained": comparison["trained"]["estimate"],
-            "win_rate_uniform": comparison["uniform"]["estimate"],
-            "win_rate_gain": comparison["difference"]["estimate"],
-            "win_rate_gain_low": comparison["difference"]["ci"][0],
-            "win_rate_gain_high": comparison["difference"]["ci"][1],
-        }
-    return metrics
+    return {"updates": len(res["history"])} | gains

@@ -60,6 +60,7 @@ def test_set_option_and_mixed_agents(tmp_path):
             ["play", "avalon", "--agents", "strategist", "--value", "nowhere"],
             "no strategist value model in",
         ),
+        (["play", "werewolf", "--agents", "lspo", "--lspo", "nowhere"], "no lspo policy in"),
         (["play", "werewolf", "--games", "0"], "--games"),
         (
             ["play", "onuw", "--agents", "direct", "--backend", "anthropic", "--model", "c"]

@@ -153,16 +153,20 @@ def cmd_play(args: argparse.Namespace) -> int:
         kinds[args.human - 1] = HumanAgent.kind
     for kind in set(kinds) - {HumanAgent.kind}:
         check_kind(kind, args.game)  # before a backend loads
-    policy = None
-    if args.tactics and "rl_ins" in kinds:  # before a backend loads
+    # kind -> the trained model its seats play (keyword, model), loaded before a backend
+    extras: dict[str, dict[str, Any]] = {}
+    if args.tactics and "rl_ins" in kinds:
         from stackelberg.agents.tactics.policy import load_policy
 
-        policy = load_policy(args.tactics)
-    value = None
-    if args.value and "strategist" in kinds:  # before a backend loads
+        extras["rl_ins"] = {"policy": load_policy(args.tactics)}
+    if args.value and "strategist" in kinds:
         from stackelberg.agents.lookahead.value import load_value
 
-        value = load_value(args.value)
+        extras["strategist"] = {"value": load_value(args.value)}
+    if args.lspo and "lspo" in kinds:
+        from stackelberg.agents.latent.cfr import load_policy as load_lspo_policy
+
+        extras["lspo"] = {"policy": load_lspo_policy(args.lspo)}
     judged = options.get("evaluator") == "llm"  # a scored game's LLM evaluator
     llm = _backend(args) if judged or any(k in LLM_AGENT_KINDS for k in kinds) else None
     agent_options = {"choice": args.choice}
@@ -171,7 +175,7 @@ def cmd_play(args: argparse.Namespace) -> int:
         if kind == HumanAgent.kind:
             return HumanAgent()
         if kind in LLM_AGENT_KINDS:
-            extra = {"rl_ins": {"policy": policy}, "strategist": {"value": value}}.get(kind, {})
+            extra = extras.get(kind, {})
             return make_agent(kind, args.game, llm=llm, **agent_options, **extra)
         return make_agent(kind, args.game)
 
@@ -362,6 +366,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FOLDER",
         help="strategist seats: the fitted value model (models/strategist/avalon); without it "
         "their search values only finished games",
+    )
+    play.add_argument(
+        "--lspo",
+        metavar="FOLDER",
+        help="lspo seats: the solved latent-strategy policy (models/lspo/werewolf); without "
+        "it they draw a speech act uniformly",
     )
     play.add_argument(
         "--batch-games",

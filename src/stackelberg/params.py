@@ -4,7 +4,7 @@ Every section is a pydantic model with ``extra="forbid"``: an unknown key or a b
 stops the run with one line naming the key. The sections of the method's stages are the
 library's own settings classes (``label``: LabelSettings, ``sample``: SampleSettings,
 ``score``: ScoreSettings, ``grpo``: GRPOSettings, ``tactics``: TacticsSettings,
-``strategist``: StrategistSettings), so a key is
+``strategist``: StrategistSettings, ``lspo``: LspoSettings), so a key is
 defined once. Per-game tuning lives in ``game_overrides``
 (e.g. ``game_overrides.werewolf.grpo.learning_rate``) so that DVC reruns only that game's
 stages when one game's values change, while ``dvc exp run -S score.variant=pos_only``
@@ -35,6 +35,8 @@ from stackelberg.persuasion.intents import LabelSettings
 from stackelberg.persuasion.measurer import ScoreSettings
 from stackelberg.settings import Settings, one_line
 from stackelberg.training.grpo import GRPOSettings
+from stackelberg.training.lspo import GAME as LSPO_GAME
+from stackelberg.training.lspo import LspoSettings
 from stackelberg.training.strategist import GAME as STRATEGIST_GAME
 from stackelberg.training.strategist import StrategistSettings
 from stackelberg.training.tactics import GAME as TACTICS_GAME
@@ -233,6 +235,9 @@ class Params(Settings):
     strategist: StrategistSettings = _section(
         StrategistSettings, "the strategist's value model: fitted on scripted Avalon self-play"
     )
+    lspo: LspoSettings = _section(
+        LspoSettings, "the lspo policy: latent strategies, CFR on the abstract Werewolf game"
+    )
     tracking: TrackingParams = _section(TrackingParams, "where MLflow records the runs")
     orchestration: OrchestrationParams = _section(OrchestrationParams, "Prefect: retries, schedule")
     game_overrides: dict[GameName, dict[str, dict[str, Any]]] = Field(
@@ -345,7 +350,11 @@ def check_pairings(params: Params) -> None:
             make_game(game, evaluate.options)
         except ConfigError as err:
             raise ParamsError(f"{game}: {err}") from None
-    for section, game in (("tactics", TACTICS_GAME), ("strategist", STRATEGIST_GAME)):
+    for section, game in (
+        ("tactics", TACTICS_GAME),
+        ("strategist", STRATEGIST_GAME),
+        ("lspo", LSPO_GAME),
+    ):
         try:
             make_game(game, getattr(params, section).options)
         except ConfigError as err:
@@ -354,8 +363,8 @@ def check_pairings(params: Params) -> None:
 
 def needs_later_model(cls: type) -> bool:
     """Whether a kind plays with a model of a later stage it cannot do without (rl_ins's
-    policy; strategist's value is optional: without it the search values only finished
-    games, so it self-plays)."""
+    policy; strategist's value and lspo's policy are optional: without them the search
+    values only finished games, the speech acts are drawn uniformly, so they self-play)."""
     return bool(getattr(cls, "route_args", None)) and not getattr(cls, "plays_untrained", False)
 
 

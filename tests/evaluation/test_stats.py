@@ -9,6 +9,7 @@ import pytest
 from stackelberg.evaluation.stats import (
     bootstrap_diff,
     bootstrap_mean_ci,
+    held_out_comparison,
     mcnemar_exact,
     paired_bootstrap_diff,
     wilson,
@@ -75,3 +76,19 @@ def test_paired_and_unpaired_differences():
         paired_bootstrap_diff([1, 2], [1])
     apart = bootstrap_diff([0.0, 0.1, 0.2] * 5, [1.0, 1.1, 1.2] * 5)
     assert apart.estimate == pytest.approx(1.0) and apart.low > 0.8 and not apart.includes_zero()
+
+
+def test_a_held_out_comparison_gives_both_rates_and_the_paired_gain():
+    first, second = [0, 1, 0, 0, 1, 0, 0, 1], [1, 1, 0, 1, 1, 0, 1, 1]
+    record, metrics = held_out_comparison(("uniform", "solved"), first, second, seed=0)
+    assert record["uniform"]["estimate"] == 3 / 8 and record["solved"]["estimate"] == 6 / 8
+    assert metrics["win_rate_gain"] == pytest.approx(3 / 8) == record["difference"]["estimate"]
+    assert metrics["win_rate_gain_low"] <= 3 / 8 <= metrics["win_rate_gain_high"]
+    assert set(metrics) == {
+        "win_rate_uniform",
+        "win_rate_solved",
+        "win_rate_gain",
+        "win_rate_gain_low",
+        "win_rate_gain_high",
+    }
+    assert held_out_comparison(("a", "b"), [], []) == ({}, {})

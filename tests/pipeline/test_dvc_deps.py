@@ -4,6 +4,7 @@ module it imports would leave its outputs stale while `dvc repro` says nothing c
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
@@ -123,24 +124,22 @@ def test_the_report_depends_on_the_metrics_of_every_game():
     assert metrics == [f"reports/{game}/metrics.json" for game in GAME_NAMES]
 
 
-def test_the_tactics_stage_runs_for_the_games_rl_ins_plays():
-    """The tactics stage's foreach lists the games by hand (not ``${games}``): keep it equal
-    to the games rl_ins plays, in the registry's order, and to the stage's own GAMES."""
-    from stackelberg.agents.rl_ins import RLInstructedAgent
-    from stages.tactics import GAMES
+@pytest.mark.parametrize(
+    ("stage", "kind", "models"),
+    [
+        ("tactics", "rl_ins", "models/tactics"),
+        ("strategist", "strategist", "models/strategist"),
+        ("lspo", "lspo", "models/lspo"),
+    ],
+)
+def test_a_policy_stage_runs_for_the_games_its_agent_plays(stage, kind, models):
+    """A policy stage's foreach lists the games by hand (not ``${games}``): keep it equal
+    to the games its agent plays, in the registry's order, and to the stage's own GAMES;
+    the evaluate stage reads its output."""
+    from stackelberg.agents import llm_agent_class
 
-    listed = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["tactics"]["foreach"]
-    assert listed == [g for g in GAME_NAMES if g in RLInstructedAgent.games] == list(GAMES)
+    games = importlib.import_module(f"stages.{stage}").GAMES
+    listed = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"][stage]["foreach"]
+    assert listed == [g for g in GAME_NAMES if g in llm_agent_class(kind).games] == list(games)
     evaluate = dvc_stages()["evaluate"]
-    assert all(f"models/tactics/{game}" in evaluate for game in listed)
-
-
-def test_the_strategist_stage_runs_for_the_games_strategist_plays():
-    """Likewise the strategist stage: its foreach, the games strategist plays and GAMES."""
-    from stackelberg.agents.strategist import StrategistAgent
-    from stages.strategist import GAMES
-
-    listed = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["strategist"]["foreach"]
-    assert listed == [g for g in GAME_NAMES if g in StrategistAgent.games] == list(GAMES)
-    evaluate = dvc_stages()["evaluate"]
-    assert all(f"models/strategist/{game}" in evaluate for game in listed)
+    assert all(f"{models}/{game}" in evaluate for game in listed)

@@ -19,12 +19,14 @@ from llm.game_policy import play_answer
 from project import ROOT, make_project, sh
 
 from stackelberg.datasets import read_dataset
+from stackelberg.params import load_params
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 GAMES = ["werewolf", "avalon", "onuw"]
 API_MODELS = {"gpt-4o", "gemini-2.5-flash", "claude-3-5-haiku-latest"}
 MEASURER = "Qwen/Qwen2.5-72B-Instruct"
+SHRINK_CONDITIONS = ["direct", "refiner+direct"]
 #: the counts and lengths of a CPU test, as `dvc exp run -S key=value` would set them
 SHRINK = {
     "selfplay.games": 2,
@@ -55,12 +57,15 @@ SHRINK = {
     "evaluate.speech_tokens": 16,
     "evaluate.thought_tokens": 16,
     "evaluate.max_prompt_tokens": 1024,
-    "evaluate.conditions": ["direct", "refiner+direct"],
+    "evaluate.conditions": SHRINK_CONDITIONS,
     "evaluate.batch_games": 16,
     "tactics.episodes": 200,
     "tactics.eval_games": 20,
     "strategist.games": 60,
     "strategist.eval_games": 20,
+    "lspo.candidate_games": 10,
+    "lspo.iterations": 200,
+    "lspo.eval_games": 20,
     "orchestration.task_retries": 0,
 }
 
@@ -76,6 +81,9 @@ def paper_params_on(url: str) -> dict:
         params[section][name] = value
     for sections in params["game_overrides"].values():  # the shrunk tournaments: SHRINK's two
         sections["evaluate"].pop("conditions", None)
+    # Werewolf's rows add lspo (its stage's policy on its route); react and the Refiner
+    # around each baseline are left to the paper's run, for time
+    params["game_overrides"]["werewolf"]["evaluate"]["conditions"] = [*SHRINK_CONDITIONS, "lspo"]
     return params
 
 
@@ -100,7 +108,9 @@ def test_every_stage_of_the_papers_setup_runs(paper):
     for game in GAMES:
         assert (root / f"models/refiner/{game}/adapter_config.json").exists()
         metrics = json.loads((root / f"reports/{game}/metrics.json").read_text())
-        assert set(metrics["conditions"]) == {"direct", "refiner+direct"}
+        # the shrunk conditions (Werewolf: lspo beside them)
+        conditions = load_params(root / "params.yaml").for_game("evaluate", game).conditions
+        assert set(metrics["conditions"]) == set(conditions) >= {"direct", "refiner+direct"}
         assert all(c["choice_asks"] > 0 for c in metrics["choices"].values())
     assert "Win rate of the agent under test" in (root / "reports/summary.md").read_text()
 

@@ -20,6 +20,7 @@ LLM_AGENTS = {
     "rl_ins": ("rl_ins", "RLInstructedAgent"),
     "metamind": ("baselines", "MetaMindAgent"),
     "strategist": ("strategist", "StrategistAgent"),
+    "lspo": ("lspo", "LSPOAgent"),
 }
 LLM_AGENT_KINDS = tuple(LLM_AGENTS)
 AGENT_KINDS = ("random", "scripted", *LLM_AGENT_KINDS)

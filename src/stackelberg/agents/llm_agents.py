@@ -36,7 +36,7 @@ from stackelberg.agents.prompting import (
     speech_style,
 )
 from stackelberg.agents.runner import Routed
-from stackelberg.games.base import ConfigError, Decision
+from stackelberg.games.base import SPEAK, ConfigError, Decision
 from stackelberg.llm import GenerateRequest, ScoreRequest
 
 FALLBACK_SPEECH = "I have nothing to add for now."
@@ -293,6 +293,37 @@ class StepsAgent(LLMAgent):
                 known.append(f"{label}: {text}")
         known.append(self.act_line(decision))
         return (yield from super()._act(decision, "\n".join(k for k in known if k)))
+
+
+class TemplateSpeech:
+    """Mixin of an LLM player whose speech a trained policy steers (rl_ins, lspo): with
+    ``speech: template`` it plays with no LLM, its speeches the policy's templates and its
+    other decisions the scripted player's, as the stage that trains the policy plays it."""
+
+    speech: str
+    #: the scripted player that plays its decisions under ``speech: template``
+    speaker: Agent
+
+    def set_speech_mode(self, speech: str) -> None:
+        self.speech = check_speech_mode(speech)
+
+    @classmethod
+    def needs_llm(cls, options: dict[str, Any]) -> bool:
+        return options.get("speech", "llm") != "template"
+
+    def seat_facts(self) -> dict[str, Any]:
+        return super().seat_facts() if self.speech == "llm" else {}  # type: ignore[misc]
+
+    def act(self, decision: Decision) -> Any:
+        if self.speech == "llm":
+            return super().act(decision)  # type: ignore[misc]
+        if decision.kind != SPEAK:
+            return self.speaker.act(decision)
+        return self.template_speech()
+
+    def template_speech(self) -> str:
+        """The speech the policy picks, said by ``speaker``'s template."""
+        raise NotImplementedError
 
 
 class ReactAgent(StepsAgent):

@@ -214,6 +214,8 @@ REASONING_STEPS: dict[str, tuple[str, str]] = {
         "Your answers to the guide",
         "Answer the questions above briefly, in one or two sentences.",
     ),
+    # lspo: chosen by its solved policy, never asked (the question is for the record's sake)
+    "latent_strategy": ("Your speaking strategy", "Choose the strategy of this speech."),
     "social_memory": (
         "Your notes on the other",
         "Update your notes on the other character: in one or two sentences, what have they "
@@ -239,6 +241,8 @@ SECOND_ORDER = (
 PREVIOUS_STRATEGY = "Your strategy so far"
 #: llm_ins: the line before its speech, after the tactic it chose
 IN_TACTIC = "Speak in that tactic."
+#: lspo: the line before its speech, after the latent strategy its policy chose
+IN_LATENT_STRATEGY = "Speak in that strategy, in your own words."
 #: metamind's memory steps see the notes they kept at the previous turn
 PREVIOUS_NOTES = "Your notes so far"
 #: strategist: its intended action (from its search), before its guide and its speech

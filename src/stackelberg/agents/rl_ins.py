@@ -23,18 +23,18 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from stackelberg.agents.baselines import BeliefAgent
-from stackelberg.agents.llm_agents import SPEECH_MODES, check_speech_mode
+from stackelberg.agents.llm_agents import SPEECH_MODES, TemplateSpeech
 from stackelberg.agents.prompting import IN_TACTIC, REASONING_STEPS
 from stackelberg.agents.prompts.onuw import TACTICS
 from stackelberg.agents.tactics.features import features
 from stackelberg.agents.tactics.speech import TACTIC_NAMES, TacticSpeaker
-from stackelberg.games.base import SPEAK, Decision
+from stackelberg.games.base import Decision
 
 #: the route (``evaluation.tournament.build_agent``) whose object is this kind's policy
 TACTICS_ROUTE = "tactics"
 
 
-class RLInstructedAgent(BeliefAgent):
+class RLInstructedAgent(TemplateSpeech, BeliefAgent):
     kind = "rl_ins"
     #: named routes handed to the constructor: the trained policy of a tournament
     route_args: ClassVar[dict[str, str]] = {TACTICS_ROUTE: "policy"}
@@ -47,19 +47,14 @@ class RLInstructedAgent(BeliefAgent):
         belief: bool = True,
         **options: Any,
     ) -> None:
-        check_speech_mode(speech)
+        self.set_speech_mode(speech)
         super().__init__(llm, **options)
         if isinstance(policy, str | Path):
             from stackelberg.agents.tactics.policy import load_policy
 
             policy = load_policy(policy)
         self.policy = policy
-        self.speech = speech
         self.belief = belief
-
-    @classmethod
-    def needs_llm(cls, options: dict[str, Any]) -> bool:
-        return options.get("speech", "llm") != "template"
 
     def setup(self, game, player, rng) -> None:
         super().setup(game, player, rng)
@@ -68,9 +63,6 @@ class RLInstructedAgent(BeliefAgent):
         self.speaker.setup(game, player, random.Random(rng.getrandbits(64)))
         #: (features, tactic index) of every speech, for training
         self.choices: list[tuple[list[float], int]] = []
-
-    def seat_facts(self) -> dict[str, Any]:
-        return super().seat_facts() if self.speech == "llm" else {}
 
     def tactic(self) -> str:
         """Pick the tactic of the speech about to be made, and note it."""
@@ -85,11 +77,7 @@ class RLInstructedAgent(BeliefAgent):
         self.note("tactic", f"{name}: {meaning}")
         return name
 
-    def act(self, decision: Decision) -> Any:
-        if self.speech == "llm":
-            return super().act(decision)
-        if decision.kind != SPEAK:
-            return self.speaker.act(decision)
+    def template_speech(self) -> str:
         return self.speaker.speech(self.tactic())
 
     def steps(self, decision: Decision) -> tuple[str, ...]:

@@ -104,6 +104,25 @@ def paired_bootstrap_diff(
     return bootstrap_mean_ci(diffs, resamples, seed)
 
 
+def held_out_comparison(
+    names: tuple[str, str], first: Sequence[float], second: Sequence[float], seed: int = 0
+) -> tuple[dict, dict[str, float]]:
+    """Win rates of two choices on the same held-out seeds (``first``: the baseline) and the
+    paired gain of ``second``: the record (``{name: wilson, "difference": gain}``, empty
+    without games) and its metrics (``win_rate_<name>``, ``win_rate_gain`` and its bounds)."""
+    if not second:
+        return {}, {}
+    diff = paired_bootstrap_diff(first, second, seed=seed)
+    rates = {name: wilson(sum(x), len(x)) for name, x in zip(names, (first, second), strict=True)}
+    record = {**{k: v.to_dict() for k, v in rates.items()}, "difference": diff.to_dict()}
+    metrics = {f"win_rate_{k}": v.estimate for k, v in rates.items()} | {
+        "win_rate_gain": diff.estimate,
+        "win_rate_gain_low": diff.low,
+        "win_rate_gain_high": diff.high,
+    }
+    return record, metrics
+
+
 def bootstrap_diff(
     first: Sequence[float], second: Sequence[float], resamples: int = 2000, seed: int = 0
 ) -> Interval:
@@ -118,6 +137,7 @@ def bootstrap_diff(
 
 
 __all__ = [
+    "held_out_comparison",
     "Interval",
     "bootstrap_diff",
     "bootstrap_mean_ci",
