@@ -39,7 +39,7 @@ from stackelberg.viewer import Entry, render_pages, write_pages
 METRICS = "metrics.json"
 RL_INS = RLInstructedAgent.kind
 #: the viewer pages of a few tournament games, beside the metrics
-GAMES = "games"
+VIEWER_FOLDER = "games"
 
 
 def refiner_config(ctx, trained: bool) -> LLMConfig:
@@ -157,10 +157,10 @@ def write_viewer_pages(ctx, viewed: list[dict]) -> None:
 
     entries = [Entry(v["record"], json.dumps(v["record"]), v["label"]) for v in viewed]
     folder = write_pages(
-        render_pages(entries, f"evaluate@{ctx.game}", reveal=True), ctx.path() / GAMES
+        render_pages(entries, f"evaluate@{ctx.game}", reveal=True), ctx.path() / VIEWER_FOLDER
     )
     if entries:
-        mlflow.log_artifacts(str(folder), GAMES)
+        mlflow.log_artifacts(str(folder), VIEWER_FOLDER)
 
 
 def finish(ctx, results) -> dict:
