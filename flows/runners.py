@@ -1,9 +1,10 @@
 """Where a stage's work items run: the Prefect task runner that ``orchestration`` names.
 
-- ``threads``: in this process, one item at a time. The in-process models (the embedded
-  default: one checkpoint for every role) are shared by every item, and the local backend
-  is not safe for concurrent calls (its prompt-prefix stores are plain dicts, its forward
-  passes use every core already); parallelism comes from worker processes instead.
+- ``threads``: in this process, one item at a time, in the flow's own thread (flows/stage.py).
+  The in-process models (the embedded default: one checkpoint for every role) are shared
+  by every item, and the local backend is not safe for concurrent calls (its prompt-prefix
+  stores are plain dicts, its forward passes use every core already); parallelism comes
+  from worker processes instead.
 - ``dask`` / ``ray``: worker processes, an item each at a time, items in parallel. With
   ``address`` they join a running cluster; without, a local cluster of ``workers``
   processes starts with the stage and stops with it, or with the pipeline's run
@@ -27,7 +28,7 @@ from stackelberg.params import OrchestrationParams
 
 
 def in_process_runner() -> ThreadPoolTaskRunner:
-    """One item at a time on one worker thread (see the module docstring for why)."""
+    """This process, one item at a time (see the module docstring for why)."""
     return ThreadPoolTaskRunner(max_workers=1)
 
 
@@ -44,8 +45,10 @@ def _local_dask(orchestration: OrchestrationParams) -> dict[str, Any]:
 
 
 def _local_ray(orchestration: OrchestrationParams) -> dict[str, Any]:
-    """A local Ray instance: one item per worker process and CPU, no dashboard."""
-    return {"num_cpus": orchestration.workers or os.cpu_count() or 1, "include_dashboard": False}
+    """A new local Ray instance (not one that `ray start` left running here): one item per
+    worker process and CPU, no dashboard."""
+    workers = orchestration.workers or os.cpu_count() or 1
+    return {"address": "local", "num_cpus": workers, "include_dashboard": False}
 
 
 def task_runner(orchestration: OrchestrationParams) -> TaskRunner:
@@ -68,7 +71,7 @@ def task_runner(orchestration: OrchestrationParams) -> TaskRunner:
 @contextmanager
 def shared_cluster(orchestration: OrchestrationParams) -> Iterator[OrchestrationParams]:
     """One local cluster for several stages (the pipeline's run); yields the orchestration
-    that joins it. A local cluster takes seconds to start and to stop (about 7 s and 4 s
+    that joins it. A local cluster takes seconds to start and to stop (about 7 s and 3 s
     for two Dask workers on the 2-core development machine), and its workers keep their
     models loaded from stage to stage, as the in-process pipeline does. Threads, and a
     cluster at an address, are yielded as they are."""

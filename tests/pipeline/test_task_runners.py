@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -123,3 +126,60 @@ def test_a_cluster_runner_gives_the_thread_runners_bytes(tmp_path, by_threads, r
     assert outputs.keys() == by_threads[0].keys()
     differ = [path for path, data in outputs.items() if by_threads[0][path] != data]
     assert not differ, differ
+
+
+INTERRUPTED = """
+import sys, time, types
+from pathlib import Path
+
+import flows.context as context
+import flows.stage as stage
+
+endless = types.ModuleType("stages.endless")
+endless.__file__ = __file__
+
+
+def work(ctx, item):
+    Path("started").write_text(item["label"])
+    while True:  # only an interrupt ends it
+        time.sleep(0.1)
+
+
+endless.plan = lambda ctx: [{"label": "one"}, {"label": "two"}]
+endless.work, endless.finish = work, lambda ctx, results: {}
+sys.modules["stages.endless"] = endless
+context.LAYOUT["endless"], context.INPUTS["endless"] = "out", []
+context.NOT_PER_GAME["endless"] = "orchestration"
+if __name__ == "__main__":
+    try:
+        stage.run_stage("endless", "all")
+    except KeyboardInterrupt:
+        print("interrupted in item", Path("started").read_text())
+"""
+
+
+def test_ctrl_c_stops_the_item_running_on_the_thread_runner(tmp_path):
+    """Items run in the flow's own thread: an interrupt ends the running item, where a
+    pool's thread would keep it running (this one never ends) and hold the process."""
+    env = make_project(tmp_path, "orchestration: {task_retries: 0}\n")
+    (tmp_path / "driver.py").write_text(INTERRUPTED)
+    proc = subprocess.Popen(
+        [sys.executable, "driver.py"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as in a terminal
+    )
+    started = tmp_path / "started"
+    try:
+        deadline = time.monotonic() + 300
+        while not started.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "no item started"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        told, _ = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert "interrupted in item one" in told, told[-3000:]
