@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -93,13 +94,15 @@ def record_in_lock(name: str) -> None:
 def pipeline(targets: list[str] | None = None, force: bool = False) -> dict[str, Any]:
     """Run every stale stage in order; returns timings (stage work vs orchestration)."""
     from flows.context import current_params, freeze_libraries
+    from flows.runners import shared_cluster
     from flows.stage import run_stage
     from flows.tracking import pipeline_run
 
     started = time.perf_counter()
     params = current_params()
     ran, skipped, work, times = [], [], 0.0, []
-    with pipeline_run(params) as parent:
+    orchestration = None  # a local cluster, shared by the stages, starts with the first one
+    with pipeline_run(params) as parent, ExitStack() as cluster:
         order = stage_order(targets)
         for i, name in enumerate(order, 1):
             if not force and not is_stale(name):
@@ -110,7 +113,9 @@ def pipeline(targets: list[str] | None = None, force: bool = False) -> dict[str,
             print(f"[{i}/{len(order)}] {name}: running")
             freeze_libraries()
             t0 = time.perf_counter()
-            metrics = run_stage(stage, game or "all")
+            if orchestration is None:
+                orchestration = cluster.enter_context(shared_cluster(params.orchestration))
+            metrics = run_stage(stage, game or "all", orchestration)
             record_in_lock(name)
             work += metrics.get("work_seconds", 0.0)
             times.append((name, time.perf_counter() - t0, peak_rss_gib()))

@@ -1,11 +1,12 @@
 """evaluate: the trained Refiner against the untrained one, and agents with and without it.
 
-Two work items: the held-out Measurer reward (test instances; n candidates from each
-Refiner; paired by instance) and the win-rate tournaments by camp (X and refiner+X on the
-same seeds; a scored game, Sotopia, reports its dimensions instead, scored by its rules or,
-with the game option ``evaluator: llm``, by models.labeler). Writes reports/GAME/metrics.json (DVC metrics) and PNG plots, logs to MLflow.
-``rl_ins`` seats play with the tactics stage's policy (models/tactics/onuw), handed to them
-on the ``tactics`` route; ``strategist`` seats with the strategist stage's value model
+The work items: the held-out Measurer reward (test instances; n candidates from each
+Refiner; paired by instance), and the win-rate tournaments by camp, a batch of tables each
+(X and refiner+X on the same seeds; a scored game, Sotopia, reports its dimensions instead,
+scored by its rules or, with the game option ``evaluator: llm``, by models.labeler).
+Writes reports/GAME/metrics.json (DVC metrics) and PNG plots, logs to MLflow. ``rl_ins``
+seats play with the tactics stage's policy (models/tactics/onuw), handed to them on the
+``tactics`` route; ``strategist`` seats with the strategist stage's value model
 (models/strategist/avalon), on the ``strategist`` route; ``lspo`` seats with the lspo stage's
 policy (models/lspo/werewolf), on the ``lspo`` route.
 """
@@ -13,8 +14,10 @@ policy (models/lspo/werewolf), on the ``lspo`` route.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from itertools import zip_longest
 
+from stackelberg.agents import LLM_AGENT_KINDS
 from stackelberg.agents.latent.cfr import load_policy as load_lspo_policy
 from stackelberg.agents.lookahead.value import load_value
 from stackelberg.agents.lspo import LSPO_ROUTE, LSPOAgent
@@ -31,7 +34,7 @@ from stackelberg.evaluation.plots import (
     plot_scores,
     plot_win_rates,
 )
-from stackelberg.evaluation.tournament import parse_condition, play_matrix
+from stackelberg.evaluation.tournament import matrix_games, parse_condition, play_matrix
 from stackelberg.io import atomic_writer
 from stackelberg.llm import LLMConfig
 from stackelberg.params import draw_model
@@ -45,7 +48,7 @@ from stackelberg.viewer import Entry, render_pages, write_pages
 METRICS = "metrics.json"
 RL_INS = RLInstructedAgent.kind
 #: the viewer pages of a few tournament games, beside the metrics
-GAMES = "games"
+VIEWER_FOLDER = "games"
 
 
 def refiner_config(ctx, trained: bool) -> LLMConfig:
@@ -59,14 +62,29 @@ def refiner_config(ctx, trained: bool) -> LLMConfig:
 
 
 def plan(ctx) -> list[dict]:
+    """The held-out reward, then the tournament games in batches of ``batch_games`` tables
+    (each batch a work item, played with its LLM calls batched; batches run in parallel
+    on a cluster)."""
+    p = ctx.section
     items = [{"label": "held_out_reward"}]
-    if ctx.section.tournament_games:
-        items.append({"label": "tournaments"})
+    games = len(tournament_games(ctx)) if p.tournament_games else 0
+    for start in range(0, games, p.batch_games):
+        stop = min(start + p.batch_games, games)
+        items.append({"label": f"tournament games {start}-{stop - 1}", "tables": [start, stop]})
     return items
 
 
 def work(ctx, item) -> dict:
-    return held_out_reward(ctx) if item["label"] == "held_out_reward" else tournaments(ctx)
+    if item["label"] == "held_out_reward":
+        return held_out_reward(ctx)
+    return tournaments(ctx, slice(*item["tables"]))
+
+
+def tournament_games(ctx) -> list:
+    """Every game of the tournaments (``matrix_games``), in the order they are played."""
+    p = ctx.section
+    seeds = range(p.tournament_seed, p.tournament_seed + p.tournament_games)
+    return matrix_games(ctx.game, p.conditions, seeds, p.camps or None, p.options)
 
 
 def held_out_reward(ctx) -> dict:
@@ -96,7 +114,10 @@ def held_out_reward(ctx) -> dict:
     return out
 
 
-def tournaments(ctx) -> dict:
+def tournaments(ctx, part: slice) -> dict:
+    """The games ``part`` of the tournaments. The first ``viewer_games`` of each condition
+    keep their game record: among them are the games of this part that ``finish`` picks
+    for viewer pages, from the whole tournament."""
     p = ctx.section
     # The held-out reward's Measurer and untrained Refiner leave room for the tables.
     trained_refiner = refiner_config(ctx, trained=True)
@@ -106,9 +127,15 @@ def tournaments(ctx) -> dict:
     seeds = range(p.tournament_seed, p.tournament_seed + p.tournament_games)
     # Each seed draws its players' model (the same for every condition: pairs stay paired).
     model_of_seed = {s: draw_model(ctx.params.models.player, s).model_dump_json() for s in seeds}
-    routes = {key: ctx.model(LLMConfig.model_validate_json(key)) for key in model_of_seed.values()}
-    routes["refiner"] = ctx.model(trained_refiner)
-    kinds = {parse_condition(c)[0] for c in (*p.conditions, p.opponent)}
+    played = {parse_condition(c) for c in (*p.conditions, p.opponent)}
+    routes = {}
+    if any(kind in LLM_AGENT_KINDS for kind, _ in played):  # only the models seats play with
+        routes = {
+            key: ctx.model(LLMConfig.model_validate_json(key)) for key in model_of_seed.values()
+        }
+    if any(refined for _, refined in played):
+        routes["refiner"] = ctx.model(trained_refiner)
+    kinds = {kind for kind, _ in played}
     if RL_INS in kinds:
         routes[TACTICS_ROUTE] = load_policy(ctx.path("tactics"))  # the tactics stage's
     if StrategistAgent.kind in kinds:
@@ -135,20 +162,19 @@ def tournaments(ctx) -> dict:
         options=p.options,
         batch_games=p.batch_games,
         keep_games=True,  # a few become viewer pages; a scored game's LLM evaluator reads them
+        part=part,
     )
     if judged:  # a scored game's LLM evaluator: models.labeler (a list: one model drawn)
         judge = ctx.model(draw_model(ctx.params.models.labeler, p.tournament_seed))
-        counts = judge_tournament(judge, records, seed=p.seed)
-    viewed = [
-        {
-            "record": records[i]["game_record"],
-            "label": f"{records[i]['condition']}, {records[i]['camp']}",
-        }
-        for i in viewer_picks(records, p.viewer_games)
-    ]
+        # Seeded per character by its place in the whole tournament, as if judged at once.
+        first = part.start * len(records[0]["players"])
+        counts = judge_tournament(judge, records, seed=p.seed + first)
+    kept = Counter()
     for r in records:
-        del r["game_record"]
-    return {"records": records, "viewed": viewed} | ({"judge": counts} if judged else {})
+        kept[r["condition"]] += 1
+        if kept[r["condition"]] > p.viewer_games:
+            del r["game_record"]
+    return {"records": records} | ({"judge": counts} if judged else {})
 
 
 def viewer_picks(records: list[dict], n: int) -> list[int]:
@@ -168,10 +194,10 @@ def write_viewer_pages(ctx, viewed: list[dict]) -> None:
 
     entries = [Entry(v["record"], json.dumps(v["record"]), v["label"]) for v in viewed]
     folder = write_pages(
-        render_pages(entries, f"evaluate@{ctx.game}", reveal=True), ctx.path() / GAMES
+        render_pages(entries, f"evaluate@{ctx.game}", reveal=True), ctx.path() / VIEWER_FOLDER
     )
     if entries:
-        mlflow.log_artifacts(str(folder), GAMES)
+        mlflow.log_artifacts(str(folder), VIEWER_FOLDER)
 
 
 def finish(ctx, results) -> dict:
@@ -179,8 +205,17 @@ def finish(ctx, results) -> dict:
 
     p = ctx.section
     reward = results[0]
-    records = results[1]["records"] if len(results) > 1 else []
-    write_viewer_pages(ctx, results[1].get("viewed", []) if len(results) > 1 else [])
+    records = [r for part in results[1:] for r in part["records"]]
+    viewed = [
+        {
+            "record": records[i]["game_record"],
+            "label": f"{records[i]['condition']}, {records[i]['camp']}",
+        }
+        for i in viewer_picks(records, p.viewer_games)
+    ]
+    for r in records:
+        r.pop("game_record", None)
+    write_viewer_pages(ctx, viewed)
     trained = json.loads((ctx.path("grpo") / TRAIN_HISTORY).read_text())
     history = trained["history"]
     metrics = game_metrics(

@@ -51,6 +51,13 @@ def test_paper_scale_is_the_papers():
         ("grpo: {vllm_server_timeout: 0}\n", "grpo.vllm_server_timeout"),
         ("score: {free_words: 300}\n", "free_words must be below full_penalty_words"),
         ("models: {backend: {backend: local}}\n", "'backend' is now 'labeler'"),
+        ("orchestration: {task_runner: slurm}\n", "orchestration.task_runner"),
+        (
+            "orchestration: {address: 'tcp://10.0.0.5:8786'}\n",
+            "orchestration.address: is for task_runner dask or ray, not threads",
+        ),
+        ("orchestration: {workers: 4}\n", "orchestration.workers: is for task_runner dask or ray"),
+        ("orchestration: {task_runner: ray, workers: 0}\n", "orchestration.workers"),
     ],
 )
 def test_bad_params_are_one_line(tmp_path, text, words):
@@ -59,6 +66,48 @@ def test_bad_params_are_one_line(tmp_path, text, words):
     with pytest.raises(ParamsError) as err:
         load_params(path)
     assert words in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.fixture
+def cluster_packages(monkeypatch):
+    """Which of the cluster runners' packages params find installed (all, unless set)."""
+    import importlib.util
+
+    found = importlib.util.find_spec
+    missing: set[str] = set()
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *args: None if name in missing else found(name, *args) or object(),
+    )
+    return missing
+
+
+@pytest.mark.parametrize("runner, package", [("dask", "prefect_dask"), ("ray", "prefect_ray")])
+def test_a_cluster_runner_needs_its_package_when_params_load(
+    tmp_path, cluster_packages, runner, package
+):
+    path = tmp_path / "params.yaml"
+    path.write_text(f"orchestration: {{task_runner: {runner}}}\n")
+    assert load_params(path).orchestration.task_runner == runner
+    cluster_packages.add(package)
+    with pytest.raises(ParamsError) as err:
+        load_params(path)
+    assert str(err.value).startswith(
+        f"{path}: orchestration.task_runner: '{runner}' needs the 'cluster' extra: "
+        "pip install -e '.[cluster]'"
+    )
+
+
+def test_a_cluster_address_is_kept_and_sizes_no_local_cluster(tmp_path, cluster_packages):
+    path = tmp_path / "params.yaml"
+    path.write_text("orchestration: {task_runner: dask, address: 'tcp://10.0.0.5:8786'}\n")
+    assert load_params(path).orchestration.address == "tcp://10.0.0.5:8786"
+    path.write_text(
+        "orchestration: {task_runner: dask, address: 'tcp://10.0.0.5:8786', workers: 2}\n"
+    )
+    with pytest.raises(ParamsError, match="orchestration.workers: sizes the local cluster"):
+        load_params(path)
 
 
 def test_per_game_overrides_apply_to_one_game(tmp_path):

@@ -13,6 +13,7 @@ changes a shared value for every game.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
 from pathlib import Path
@@ -24,6 +25,7 @@ from pydantic import (
     BaseModel,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -204,9 +206,48 @@ class TrackingParams(Settings):
     )
 
 
+#: the Prefect task runner of each ``orchestration.task_runner`` that needs a package beyond
+#: prefect itself (the ``cluster`` extra), by the module it imports
+RUNNER_PACKAGES = {"dask": "prefect_dask", "ray": "prefect_ray"}
+
+
 class OrchestrationParams(Settings):
     deploy_cron: str = Field("0 3 * * *", description="schedule of the served pipeline deployment")
     task_retries: int = Field(2, ge=0, description="retries of a failed work item (a task)")
+    task_runner: Literal["threads", "dask", "ray"] = Field(
+        "threads",
+        description="where a stage's work items run: threads (this process, one item at a "
+        "time), dask or ray (worker processes, items in parallel)",
+    )
+    address: str | None = Field(
+        None,
+        description="dask or ray: the address of a running cluster (dask: tcp://HOST:8786, "
+        "ray: HOST:6379 or ray://HOST:10001); none starts a local cluster per stage",
+    )
+    workers: int | None = Field(
+        None,
+        ge=1,
+        description="dask or ray without an address: worker processes of the local cluster "
+        "(default: one per CPU core)",
+    )
+
+    @field_validator("task_runner")
+    @classmethod
+    def _installed(cls, value: str) -> str:
+        # find_spec looks the package up without importing it: params load stays fast.
+        if value in RUNNER_PACKAGES and importlib.util.find_spec(RUNNER_PACKAGES[value]) is None:
+            raise ValueError(f"{value!r} needs the 'cluster' extra: pip install -e '.[cluster]'")
+        return value
+
+    @field_validator("address", "workers")
+    @classmethod
+    def _cluster_only(cls, value: Any, info: ValidationInfo) -> Any:
+        runner = info.data.get("task_runner")
+        if value is not None and runner == "threads":
+            raise ValueError(f"is for task_runner dask or ray, not {runner}")
+        if value is not None and info.field_name == "workers" and info.data.get("address"):
+            raise ValueError("sizes the local cluster; a cluster at an address has its own")
+        return value
 
 
 STAGE_SECTIONS = ("selfplay", "select", "label", "sample", "score", "grpo", "evaluate")
@@ -239,7 +280,9 @@ class Params(Settings):
         LspoSettings, "the lspo policy: latent strategies, CFR on the abstract Werewolf game"
     )
     tracking: TrackingParams = _section(TrackingParams, "where MLflow records the runs")
-    orchestration: OrchestrationParams = _section(OrchestrationParams, "Prefect: retries, schedule")
+    orchestration: OrchestrationParams = _section(
+        OrchestrationParams, "Prefect: retries, schedule, where work items run"
+    )
     game_overrides: dict[GameName, dict[str, dict[str, Any]]] = Field(
         default_factory=dict, description="per game, per stage section: values that differ"
     )

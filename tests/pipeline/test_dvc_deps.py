@@ -143,3 +143,13 @@ def test_a_policy_stage_runs_for_the_games_its_agent_plays(stage, kind, models):
     assert listed == [g for g in GAME_NAMES if g in llm_agent_class(kind).games] == list(games)
     evaluate = dvc_stages()["evaluate"]
     assert all(f"{models}/{game}" in evaluate for game in listed)
+
+
+@pytest.mark.parametrize("stage", sorted(p.stem for p in (ROOT / "stages").glob("*.py")))
+def test_a_stage_runs_for_known_games(stage):
+    """`python -m flows.run` reads a stage's ``GAMES`` as the games it runs for (all when
+    absent): a module constant of that name for anything else refuses every game."""
+    import importlib
+
+    games = getattr(importlib.import_module(f"stages.{stage}"), "GAMES", GAME_NAMES)
+    assert not isinstance(games, str) and set(games) <= set(GAME_NAMES), games

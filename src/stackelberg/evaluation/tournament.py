@@ -146,6 +146,29 @@ def _summary(table: Table, condition: str, camp: str, opponent: str, seats: list
     return record
 
 
+#: one game of a tournament matrix: the condition under test, its camp, the seed, its seats
+Job = tuple[str, str, int, list[int]]
+
+
+def matrix_games(
+    game_name: str,
+    conditions: Sequence[str],
+    seeds: Iterable[int],
+    camps: Sequence[str] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> list[Job]:
+    """The games of a tournament matrix, in the order ``play_matrix`` plays them: by camp,
+    then condition, then seed; a seed whose deal gives a camp no seat is left out."""
+    camps = tuple(camps) if camps else game_spec(game_name).tested_camps
+    seeds = list(seeds)
+    jobs: list[Job] = []
+    for camp in camps:
+        seats_of = {seed: camp_seats(game_name, seed, camp, options) for seed in seeds}
+        for condition in conditions:
+            jobs += [(condition, camp, seed, seats_of[seed]) for seed in seeds if seats_of[seed]]
+    return jobs
+
+
 def play_matrix(
     game_name: str,
     conditions: Sequence[str],
@@ -160,6 +183,7 @@ def play_matrix(
     route_of_seed: Callable[[int], str | None] | None = None,
     keep_games: bool = False,
     on_game: Callable[[Record], None] | None = None,
+    part: slice = slice(None),
 ) -> list[Record]:
     """Every (condition, camp, seed) game, played ``batch_games`` tables at a time.
 
@@ -167,15 +191,16 @@ def play_matrix(
     record is under ``"game_record"``). ``llm_routes``: one backend or {"default": backend,
     "refiner": backend}; None for agents without an LLM. ``route_of_seed``: the route of
     the LLM players' backend on a seed's tables (a model drawn per game); default "default".
+    ``part``: the games of ``matrix_games``' list to play (all by default); every game is
+    seeded by its own seed, so the parts of a matrix, played apart, give its records.
     """
     if batch_games < 1:
         raise ConfigError(f"batch_games must be at least 1, got {batch_games}")
-    camps = tuple(camps) if camps else game_spec(game_name).tested_camps
     seeds = list(seeds)
     routes = as_routes(llm_routes)
     if opponent.startswith(REFINER_PREFIX):
         raise ConfigError(f"the opponent must be a plain agent kind, got {opponent!r}")
-    for camp in camps:
+    for camp in camps or ():
         _check_camp(game_name, camp)
 
     def route(seed: int) -> str:
@@ -184,11 +209,7 @@ def play_matrix(
     for condition in (*conditions, opponent):  # fail on bad names before any game is played
         for r in {route(seed) for seed in seeds} or {DEFAULT_ROUTE}:
             build_agent(condition, game_name, routes, agent_options, refiner_options, r)
-    jobs = []
-    for camp in camps:
-        seats_of = {seed: camp_seats(game_name, seed, camp, options) for seed in seeds}
-        for condition in conditions:
-            jobs += [(condition, camp, seed, seats_of[seed]) for seed in seeds if seats_of[seed]]
+    jobs = matrix_games(game_name, conditions, seeds, camps, options)[part]
 
     def table(condition: str, camp: str, seed: int, seats: list[int]) -> Table:
         game = make_game(game_name, dict(options or {}))
@@ -251,6 +272,7 @@ __all__ = [
     "Record",
     "build_agent",
     "camp_seats",
+    "matrix_games",
     "parse_condition",
     "play_matrix",
     "play_tournament",
