@@ -97,14 +97,19 @@ def held_out_reward(ctx) -> dict:
     settings = ctx.params.refiner_sampling(ctx.game).model_copy(update={"n": p.n})
     seeds = [seed_of(r["instance_id"]) + 7_919 * (p.seed + 1) for r in rows]
     score = ctx.params.for_game("score", ctx.game)
-    measurer = ctx.llm("measurer")
-    out = {}
-    bar = progress(2 * len(rows), f"evaluate@{ctx.game} held-out", "instance")
+    out, samples = {}, {}
     for name, trained in (("before", False), ("after", True)):
-        samples = sample_candidates(ctx.model(refiner_config(ctx, trained)), views, settings, seeds)
-        out[f"{name}_outputs"] = output_rates([c for cands in samples for c in cands])
+        refiner = ctx.model(refiner_config(ctx, trained))
+        samples[name] = sample_candidates(refiner, views, settings, seeds)
+        out[f"{name}_outputs"] = output_rates([c for cands in samples[name] for c in cands])
+    # Both Refiners sample before the Measurer loads, and what loading them freed (the
+    # trained one's float32 weights before int8) goes back first: the stage's peak memory.
+    ctx.release_models("measurer", "player", "labeler", also=(refiner_config(ctx, True),))
+    measurer = ctx.llm("measurer")
+    bar = progress(2 * len(rows), f"evaluate@{ctx.game} held-out", "instance")
+    for name in ("before", "after"):
         means = []
-        for row, view, cands in zip(rows, views, samples, strict=True):
+        for row, view, cands in zip(rows, views, samples[name], strict=True):
             texts = score.texts([c.raw for c in cands], [c.utterance for c in cands])
             parts, _ = measure(measurer, view, texts, row["desired"], row["undesired"], score)
             means.append(sum(x.reward for x in parts) / len(parts))
