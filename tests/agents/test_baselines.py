@@ -219,17 +219,28 @@ def test_metamind_keeps_its_notes_of_the_other_across_turns(api):
     assert agent.step_context("social_strategy") == ""
 
 
+#: the embedded-model games: every baseline in every game it plays
+EMBEDDED_GAMES = (
+    ("onuw", ["recon", "lasi", "belief", "llm_ins", "rl_ins"]),
+    ("werewolf", ["recon", "lasi"] + ["scripted"] * 5),
+    ("avalon", ["recon", "lasi"] + ["scripted"] * 3),
+    ("sotopia", ["metamind", "scripted"]),
+    ("sotopia", ["recon", "lasi"]),
+)
+#: Avalon on the embedded model: 5 seats, a tied team vote approves (fewer rounds)
+EMBEDDED_OPTIONS = {**OPTIONS, "avalon": {"n_players": 5, "tied_team_vote": "approved"}}
+
+
 def test_the_baselines_finish_games_on_the_embedded_model(local_llm):
-    """ONUW with its four, Werewolf with recon and lasi, Sotopia with metamind (3 turns a
-    character). Avalon, whose games with LLM seats run to hundreds of decisions (about 3
-    minutes), plays on the loopback server above in both choice modes."""
+    """Every baseline in every game it plays, two LLM seats at most in the long ones (rl_ins
+    with no trained policy: its tactics drawn uniformly; Sotopia 3 turns a character)."""
+    assert {k for _, kinds in EMBEDDED_GAMES for k in kinds} - {"scripted"} == set(BASELINES)
+    assert {(k, g) for g, kinds in EMBEDDED_GAMES for k in kinds if k in BASELINES} == {
+        (k, g) for k, games in BASELINES.items() for g in games
+    }
     tiny = {"speech_tokens": 6, "reasoning_tokens": 6, "max_prompt_tokens": 512}
-    for name, kinds in (
-        ("onuw", ["recon", "lasi", "belief", "llm_ins", "scripted"]),
-        ("werewolf", ["recon", "lasi"] + ["scripted"] * 5),
-        ("sotopia", ["metamind", "scripted"]),
-    ):
-        game = make_game(name, OPTIONS.get(name))
+    for name, kinds in EMBEDDED_GAMES:
+        game = make_game(name, EMBEDDED_OPTIONS.get(name))
         assert game.reset(3).n_players == len(kinds)
         agents = [
             make_agent(k, name, llm=local_llm, **tiny) if k != "scripted" else make_agent(k, name)
