@@ -38,7 +38,12 @@ def stage_order(targets: list[str] | None = None) -> list[str]:
 
     with _repo() as repo:
         graph = repo.index.graph
-        order = [s.addressing for s in reversed(list(nx.topological_sort(graph)))]
+        order = [
+            s.addressing
+            for s in nx.lexicographical_topological_sort(
+                graph.reverse(copy=False), key=lambda s: _locality(s.addressing)
+            )
+        ]
         if not targets:
             return order
         by_name = {s.addressing: s for s in graph.nodes}
@@ -50,6 +55,19 @@ def stage_order(targets: list[str] | None = None) -> list[str]:
             wanted.add(t)
             wanted.update(s.addressing for s in nx.descendants(graph, by_name[t]))
         return [s for s in order if s in wanted]
+
+
+def _locality(name: str) -> tuple[int, int, str]:
+    """Where a ready stage goes among the ready ones: game by game (params' order), and in a
+    game in dvc.yaml's order (score before grpo): the Measurer's prefix store still holds
+    the contexts of score's instances when GRPO rewards their completions."""
+    from flows.context import LAYOUT, current_params
+
+    stage, _, game = name.partition("@")
+    games = current_params().games
+    game_rank = games.index(game) if game in games else (-1 if not game else len(games))
+    stages = list(LAYOUT)
+    return (game_rank, stages.index(stage) if stage in stages else len(stages), name)
 
 
 def peak_rss_gib() -> float:

@@ -18,6 +18,7 @@ stage, rerun, resumes where it stopped: finished items are read back, not redone
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import json
@@ -56,9 +57,18 @@ def _digest(paths: list[Path]) -> str:
         )
         for f in files:
             if f.is_file():
+                stat = f.stat()
                 h.update(str(f).encode())
-                h.update(hashlib.sha256(f.read_bytes()).digest())
+                h.update(_file_digest(f.resolve(), stat.st_size, stat.st_mtime_ns))
     return h.hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=4096)
+def _file_digest(path: Path, size: int, mtime_ns: int) -> bytes:
+    """One file's hash, read in chunks (a checkpoint is never held whole in memory), once per
+    process while its size and modification time stay (models/base feeds 16 stages)."""
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").digest()
 
 
 #: what a work item's list holds, by key, and the unit the stage's progress counts

@@ -106,15 +106,21 @@ def held_out_reward(ctx) -> dict:
     # trained one's float32 weights before int8) goes back first: the stage's peak memory.
     ctx.release_models("measurer", "player", "labeler", also=(refiner_config(ctx, True),))
     measurer = ctx.llm("measurer")
-    bar = progress(2 * len(rows), f"evaluate@{ctx.game} held-out", "instance")
-    for name in ("before", "after"):
-        means = []
-        for row, view, cands in zip(rows, views, samples[name], strict=True):
-            texts = score.texts([c.raw for c in cands], [c.utterance for c in cands])
-            parts, _ = measure(measurer, view, texts, row["desired"], row["undesired"], score)
-            means.append(sum(x.reward for x in parts) / len(parts))
-            bar.update(1)
-        out[name] = means
+    room = settings.max_new_tokens  # a candidate's room in the Measurer's window
+    # Both Refiners' candidates of an instance in one Measurer tree: one context (the history
+    # that fits the longest of them) for the pair, computed once.
+    bar = progress(len(rows), f"evaluate@{ctx.game} held-out", "instance")
+    out["before"], out["after"] = [], []
+    for row, view, before, after in zip(
+        rows, views, samples["before"], samples["after"], strict=True
+    ):
+        cands = [*before, *after]
+        texts = score.texts([c.raw for c in cands], [c.utterance for c in cands])
+        parts, _ = measure(measurer, view, texts, row["desired"], row["undesired"], score, room)
+        rewards = [x.reward for x in parts]
+        out["before"].append(sum(rewards[: len(before)]) / len(before))
+        out["after"].append(sum(rewards[len(before) :]) / len(after))
+        bar.update(1)
     bar.close()
     return out
 

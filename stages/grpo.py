@@ -74,6 +74,7 @@ def train_game(ctx, ids: list[str], adapter_dir: Path) -> None:
     by_id = {r["instance_id"]: (r, v) for r, v in zip(rows, views, strict=True)}
     prompting = ctx.params.refiner_sampling(ctx.game)
     output_format = prompting.output_format
+    room = prompting.max_new_tokens  # a candidate's room in the Measurer's window
     prompts = [refiner_prompt(ctx.llm("refiner"), v, prompting) for v in views]
 
     def reward_fn(
@@ -91,7 +92,7 @@ def train_game(ctx, ids: list[str], adapter_dir: Path) -> None:
             parsed = [utterance for utterance, _ in outputs]
             n_parsed += sum(ok for _, ok in outputs)
             texts = score.texts(raw, parsed)
-            parts, _ = measure(measurer, view, texts, row["desired"], row["undesired"], score)
+            parts, _ = measure(measurer, view, texts, row["desired"], row["undesired"], score, room)
             for i, p in zip(idx, parts, strict=True):
                 rewards[i] = p.reward
         if log_metric is not None and completions:  # the step's parse rate, in its history

@@ -22,11 +22,12 @@ def work(ctx, item) -> list[dict]:
     )
     settings = ctx.section
     llm = ctx.llm("measurer")
+    room = ctx.params.refiner_sampling(ctx.game).max_new_tokens  # a candidate's room
     out = []
     for row, view in zip(rows, views, strict=True):
         mine = cands.filter(pl.col("instance_id") == row["instance_id"]).sort("candidate_index")
         texts = settings.texts(mine["refiner_output"].to_list(), mine["candidate"].to_list())
-        parts, cut = measure(llm, view, texts, row["desired"], row["undesired"], settings)
+        parts, cut = measure(llm, view, texts, row["desired"], row["undesired"], settings, room)
         for c, p in zip(mine.iter_rows(named=True), parts, strict=True):
             d = p.as_dict()
             out.append(

@@ -7,7 +7,12 @@ import json
 
 import pytest
 
-from stackelberg.persuasion.context import instance_view, speech_instances
+from stackelberg.persuasion.context import (
+    CANDIDATE_SLOT,
+    follower_messages,
+    instance_view,
+    speech_instances,
+)
 from stackelberg.persuasion.intents import (
     DESIRED,
     LabelSettings,
@@ -119,3 +124,27 @@ def test_measure_uses_the_chosen_history(view):
     measure(llm, view, ["I am the Seer."], ["Yes."], ["No."], log)
     own, log = llm.contexts
     assert " only) " not in own and " only) " in log
+
+
+def test_an_instances_context_does_not_depend_on_the_candidates_scored_with_it(view):
+    """With the Refiner's completion limit as a candidate's room, a short group and a long
+    group of candidates read the same (cut) history; one longer than the room cuts more."""
+    llm = ContextScorer()
+    settings = ScoreSettings()
+    full = llm.count_tokens(
+        llm.render_chat(follower_messages(view, CANDIDATE_SLOT, settings.history(view)))
+    )
+    llm.context_window = full - 10  # the whole history does not fit: lines are cut
+    short, longer = ["Yes."], ["I am the Seer and Player 2 is a werewolf, vote them."]
+    _, cut_short = measure(llm, view, short, ["Yes."], ["No."], settings, candidate_tokens=40)
+    _, cut_long = measure(llm, view, longer, ["Yes."], ["No."], settings, candidate_tokens=40)
+    assert cut_short == cut_long > 0
+    assert llm.contexts[0] == llm.contexts[1]
+    _, cut_longest = measure(
+        llm, view, ["word " * 50], ["Yes."], ["No."], settings, candidate_tokens=40
+    )
+    assert cut_longest > cut_long
+    # without a room, the shortest group keeps more history than the longer one
+    _, bare_short = measure(llm, view, short, ["Yes."], ["No."], settings)
+    _, bare_long = measure(llm, view, longer, ["Yes."], ["No."], settings)
+    assert bare_short <= bare_long

@@ -60,11 +60,18 @@ def fitted_follower_lines(
     candidates: Sequence[str],
     responses: Sequence[str],
     settings: ScoreSettings = ScoreSettings(),  # noqa: B008 (frozen)
+    candidate_tokens: int = 0,
 ) -> tuple[list[str], int]:
-    """The follower's history, cut from the oldest line until everything fits the window."""
+    """The follower's history, cut from the oldest line until everything fits the window.
+
+    The room kept for a candidate is ``candidate_tokens`` (the Refiner's completion limit)
+    unless one is longer: an instance's context is then the same whichever candidates are
+    scored with it (sample, GRPO's groups, both Refiners held out), so a candidate's reward
+    does not depend on its siblings and the Measurer reuses the computed context.
+    """
     lines = settings.history(view)
     reserve = (
-        max(llm.count_tokens(c) for c in candidates)
+        max(candidate_tokens, *(llm.count_tokens(c) for c in candidates))
         + max(llm.count_tokens(r) for r in responses)
         + SAFETY_TOKENS
     )
@@ -83,11 +90,13 @@ def measure(
     desired: Sequence[str],
     undesired: Sequence[str],
     settings: ScoreSettings,
+    candidate_tokens: int = 0,
 ) -> tuple[list[RewardParts], int]:
-    """Reward parts of each candidate, and how many history lines were cut to fit."""
+    """Reward parts of each candidate, and how many history lines were cut to fit
+    (``candidate_tokens``: the room a candidate has, ``fitted_follower_lines``)."""
     candidates = list(candidates)
     responses = [*desired, *undesired]
-    lines, cut = fitted_follower_lines(llm, view, candidates, responses, settings)
+    lines, cut = fitted_follower_lines(llm, view, candidates, responses, settings, candidate_tokens)
     context, joiner = follower_prompt_pieces(llm, view, lines)
     logprobs = llm.score_nested(context, candidates, responses, joiner)
     k = len(desired)

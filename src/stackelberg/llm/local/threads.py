@@ -52,6 +52,18 @@ def busy_cores_elsewhere(
     return max(0.0, (busy1 - busy0) - (own1 - own0)) / (total1 - total0) * cores
 
 
+def _persistently_busy(cores: int, samples: int = 3) -> float:
+    """Cores other processes keep busy in every one of up to ``samples`` windows (the least
+    seen): a burst (a server answering a request, a process exiting) must not leave a whole
+    stage on one thread; a competitor that stays busy shows in each window."""
+    least = float(cores)
+    for _ in range(samples):
+        least = min(least, _busy_elsewhere())
+        if round(cores - least) >= cores:
+            break
+    return least
+
+
 def set_threads(threads: int | None) -> None:
     """Threads for CPU inference: the configured number, else OMP_NUM_THREADS, else free cores.
 
@@ -66,6 +78,6 @@ def set_threads(threads: int | None) -> None:
             cores = len(os.sched_getaffinity(0))
         except AttributeError:  # not on Linux
             cores = os.cpu_count() or 1
-        threads = min(cores, max(1, round(cores - _busy_elsewhere())))
+        threads = min(cores, max(1, round(cores - _persistently_busy(cores))))
     torch.set_num_threads(max(1, threads))
     log.info("local backend: %d torch threads", torch.get_num_threads())

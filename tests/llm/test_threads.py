@@ -1,0 +1,48 @@
+"""The torch thread count follows cores that other processes keep busy, not a burst."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from stackelberg.llm.local import threads
+
+
+@pytest.fixture(autouse=True)
+def _keep_threads():
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def _windows(monkeypatch, busy: list[float]) -> list[float]:
+    seen = list(busy)
+    monkeypatch.setattr(threads, "_busy_elsewhere", lambda: seen.pop(0))
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0, 1})
+    return seen
+
+
+def test_a_burst_in_one_window_keeps_every_core(monkeypatch):
+    left = _windows(monkeypatch, [1.0, 0.0, 1.0])
+    threads.set_threads(None)
+    assert torch.get_num_threads() == 2
+    assert left == [1.0]  # the quiet window ended the sampling
+
+
+def test_a_core_busy_in_every_window_is_left_alone(monkeypatch):
+    left = _windows(monkeypatch, [1.0, 0.9, 1.0])
+    threads.set_threads(None)
+    assert torch.get_num_threads() == 1
+    assert left == []
+
+
+def test_a_configured_count_is_taken_as_given(monkeypatch):
+    _windows(monkeypatch, [2.0, 2.0, 2.0])
+    threads.set_threads(2)
+    assert torch.get_num_threads() == 2
+
+
+def test_busy_cores_elsewhere_leaves_out_this_process():
+    # 100 ticks on 2 cores: 150 busy, 100 of them this process's: 0.5 cores elsewhere
+    assert threads.busy_cores_elsewhere((0, 0, 0), (200, 150, 100), 2) == pytest.approx(0.5)
