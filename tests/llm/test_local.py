@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from stackelberg.llm import ContextLengthError, GenerateRequest, ResponseCache, ScoreRequest
 
@@ -172,3 +173,39 @@ def test_the_gguf_is_parsed_once_within_the_block_and_gguf_is_restored():
         arch = gguf.MODEL_ARCH.LLAMA
         assert gguf.get_tensor_name_map(arch, 30) is gguf.get_tensor_name_map(arch, 30)
     assert (gguf.GGUFReader, gguf.get_tensor_name_map) == (reader, name_map)
+
+
+def test_bfloat16_scores_stay_close_to_float32(local_llm):
+    """A bfloat16 Measurer (``bfloat16_if_native``) moves a response's mean log-probability
+    by a few hundredths of a nat here (measured: 0.025 a token on average): its LM head runs
+    in float32, so the logits are not rounded to bfloat16's three digits."""
+    from stackelberg.llm import make_llm
+
+    bf16 = make_llm(backend="local", model="embedded", cache="off", dtype="bfloat16")
+    assert bf16.lm.dtype == torch.bfloat16 and bf16.model != local_llm.model  # own cache key
+    ctx = CTX * 4
+    cands = [" I trust Alice.", " Bob is lying, vote him out now", ""]
+    resps = [" I agree.", " No. Carol is the wolf and I can prove it.", " Who saw what?"]
+    full = local_llm.score_nested(ctx, cands, resps, joiner="\nCarol:")
+    half = bf16.score_nested(ctx, cands, resps, joiner="\nCarol:")
+    diffs = [
+        abs(x - y)
+        for rf, rh in zip(full, half, strict=True)
+        for sf, sh in zip(rf, rh, strict=True)
+        for x, y in zip(sf, sh, strict=True)
+    ]
+    assert sum(diffs) / len(diffs) < 0.06 and max(diffs) < 0.5
+    for rf, rh in zip(full, half, strict=True):
+        for sf, sh in zip(rf, rh, strict=True):
+            assert abs(sum(sf) / len(sf) - sum(sh) / len(sh)) < 0.1
+
+
+def test_bfloat16_if_native_follows_the_cpu(monkeypatch):
+    from stackelberg.llm.local import loading
+
+    cpu, gpu = torch.device("cpu"), torch.device("cuda")
+    monkeypatch.setattr(loading, "native_bf16", lambda: True)
+    assert loading.weights_dtype("bfloat16_if_native", cpu) == "bfloat16"
+    monkeypatch.setattr(loading, "native_bf16", lambda: False)
+    assert loading.weights_dtype("bfloat16_if_native", cpu) == "float32"
+    assert loading.weights_dtype("bfloat16_if_native", gpu) == "bfloat16"

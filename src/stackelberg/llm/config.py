@@ -23,7 +23,7 @@ NO_PROMPT_LOGPROBS_HOSTS = ("api.openai.com", "generativelanguage.googleapis.com
 
 
 #: weights of a local model ('int8': CPU only)
-Dtype = Literal["auto", "float32", "bfloat16", "float16", "int8"]
+Dtype = Literal["auto", "float32", "bfloat16", "float16", "int8", "bfloat16_if_native"]
 
 
 class LLMConfig(Settings):
@@ -65,8 +65,9 @@ class LLMConfig(Settings):
     )
     dtype: Dtype = Field(
         "auto",
-        description="local: 'auto' is float32 on CPU, bfloat16 on GPU; 'int8' (CPU): int8 "
-        "weights, ~3x faster decoding for players, not for the Measurer",
+        description="local: 'auto' is float32 on CPU, bfloat16 on GPU; 'bfloat16_if_native': "
+        "bfloat16 on GPU and on a CPU with native bf16 (AVX512-BF16, AMX), else float32; "
+        "'int8' (CPU): int8 weights, ~3x faster decoding for players, not for the Measurer",
     )
     batch_size: int = Field(
         32, ge=1, description="local: most sequences per generation forward pass"

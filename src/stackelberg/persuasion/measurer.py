@@ -71,7 +71,7 @@ def fitted_follower_lines(
     """
     lines = settings.history(view)
     reserve = (
-        max(candidate_tokens, *(llm.count_tokens(c) for c in candidates))
+        max([candidate_tokens, *(llm.count_tokens(c) for c in candidates)])
         + max(llm.count_tokens(r) for r in responses)
         + SAFETY_TOKENS
     )

@@ -19,7 +19,7 @@ from stackelberg.llm.embedded import EMBEDDED_NAME, GGUF_FILE, ensure_checkpoint
 from stackelberg.llm.errors import ConfigError, ContextLengthError
 from stackelberg.llm.local import decode, scoring
 from stackelberg.llm.local.hf_internals import allow_grouped_kv_attention
-from stackelberg.llm.local.loading import adapter_digest, load_model
+from stackelberg.llm.local.loading import adapter_digest, load_model, weights_dtype
 from stackelberg.llm.local.model import LocalModel
 from stackelberg.llm.local.prefill import (
     BLOCK_TOKENS,
@@ -84,19 +84,21 @@ class LocalBackend(Backend):
         prefix_cache_mb: int | None = None,
     ) -> None:
         path = str(ensure_checkpoint()) if model == EMBEDDED_NAME else model
+        resolved = torch.device(
+            ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+        )
+        if resolved.type == "cuda" and not torch.cuda.is_available():
+            raise ConfigError(f"local backend: device {device!r}, but this machine has no CUDA GPU")
+        dtype = weights_dtype(dtype, resolved)
         # The cache key names the embedded file, so a new embedded model invalidates old answers;
         # with a LoRA adapter it also names the adapter's weights, so each training run is its own.
         name = f"embedded:{GGUF_FILE}" if model == EMBEDDED_NAME else model
         if adapter:
             name += f"+lora:{adapter_digest(adapter)}"
-        if dtype == "int8":
-            name += "+int8"  # its answers are its own in the response cache
+        if dtype != "float32":
+            name += f"+{dtype}"  # its answers are its own in the response cache
         super().__init__(name, cache)
-        self.device = torch.device(
-            ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
-        )
-        if self.device.type == "cuda" and not torch.cuda.is_available():
-            raise ConfigError(f"local backend: device {device!r}, but this machine has no CUDA GPU")
+        self.device = resolved
         if self.device.type == "cpu":
             set_threads(threads)
             allow_grouped_kv_attention()

@@ -57,14 +57,35 @@ def quantize_int8(lm: Any) -> Any:
         )
 
 
+#: CPU flags of native bfloat16 arithmetic (AVX512-BF16, AMX): without them a CPU emulates
+#: bfloat16 matmuls and float32 is faster
+NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def native_bf16() -> bool:
+    """Whether this machine's CPU computes bfloat16 natively (Linux: /proc/cpuinfo)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return any(flag in line.split() for flag in NATIVE_BF16_FLAGS)
+    except OSError:
+        pass
+    return False
+
+
 def weights_dtype(dtype: str, device: torch.device) -> str:
-    """The weights' dtype: 'auto' is float32 on a CPU (no fast bf16 there) and bfloat16 on a GPU.
+    """The weights' dtype: 'auto' is float32 on a CPU and bfloat16 on a GPU;
+    'bfloat16_if_native' is bfloat16 on a GPU and on a CPU that computes it natively, else
+    float32 (the embedded Measurer: about 1.6x faster on such a CPU, never slower elsewhere).
 
     >>> weights_dtype("auto", torch.device("cuda")), weights_dtype("auto", torch.device("cpu"))
     ('bfloat16', 'float32')
     """
     if dtype == "auto":
         return "float32" if device.type == "cpu" else "bfloat16"
+    if dtype == "bfloat16_if_native":
+        return "bfloat16" if device.type != "cpu" or native_bf16() else "float32"
     if dtype == "int8" and device.type != "cpu":
         raise ValueError("local backend: dtype 'int8' is for CPU; use bfloat16 on a GPU")
     return dtype

@@ -23,6 +23,7 @@ class LocalModel:
         self.device = device
         self.decoder = DecoderCall(lm.base_model)
         self.head = lm.get_output_embeddings()
+        self._head_f32: torch.Tensor | None = None  # the head's float32 copy (bf16 models)
         gen_eos = getattr(lm.generation_config, "eos_token_id", None)
         eos = gen_eos if isinstance(gen_eos, list) else [gen_eos]
         self.eos_ids = {i for i in [*eos, tokenizer.eos_token_id] if i is not None}
@@ -43,10 +44,19 @@ class LocalModel:
         """Log-probabilities of ``targets``, each predicted by the matching row of ``hidden``."""
         if not targets:
             return []
-        logits = self.head(hidden).float()
+        logits = self._logits(hidden)
         logp = torch.log_softmax(logits, dim=-1)
         idx = torch.tensor(targets, device=logp.device).unsqueeze(-1)
         return logp.gather(-1, idx).squeeze(-1).tolist()
+
+    def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The LM head in float32 whatever the model's dtype: a bfloat16 head rounds logits
+        of size ~20 by ~0.1, more than the differences between a Measurer's candidates."""
+        if hidden.dtype == torch.float32 or not hidden.is_floating_point():
+            return self.head(hidden).float()
+        if self._head_f32 is None:
+            self._head_f32 = self.head.weight.detach().float()
+        return torch.nn.functional.linear(hidden.float(), self._head_f32)
 
     def additive_mask(self, allowed: torch.Tensor) -> torch.Tensor:
         """An attention bias from a boolean mask: 0 where allowed, the dtype's minimum not."""
