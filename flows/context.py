@@ -95,21 +95,34 @@ MODEL_ROLES = tuple(ModelsParams.model_fields)
 
 
 def release_models(
-    params: Params, roles: tuple[str, ...] = MODEL_ROLES, also: tuple[LLMConfig, ...] = ()
+    params: Params,
+    roles: tuple[str, ...] = MODEL_ROLES,
+    also: tuple[LLMConfig, ...] = (),
+    keep_prefixes: tuple[str, ...] = (),
 ) -> None:
     """Drop the backends that none of ``roles`` names, nor ``also`` (after a stage, all
     roles: a game's trained Refiner is not needed by the next stage), and empty the
     prompt-prefix stores of the rest (the next prompts differ), so memory does not grow
-    from stage to stage."""
+    from stage to stage; but the stores of ``keep_prefixes`` (roles whose next prompts
+    start the same way: the score stage's Measurer contexts are GRPO's)."""
     keep = {
         config.model_dump_json()
         for role in roles
         for config in entry_models(getattr(params.models, role))
     } | {config.model_dump_json() for config in also}
+    kept_stores = {
+        id(_LLMS[key].prefix_store)
+        for role in keep_prefixes
+        for config in entry_models(getattr(params.models, role))
+        if (key := config.model_dump_json()) in _LLMS and key in keep
+    }
     for key in [k for k in _LLMS if k not in keep]:
-        _LLMS.pop(key).clear_prefix_cache()
+        backend = _LLMS.pop(key)
+        if id(getattr(backend, "prefix_store", None)) not in kept_stores:
+            backend.clear_prefix_cache()
     for backend in _LLMS.values():
-        backend.clear_prefix_cache()
+        if id(getattr(backend, "prefix_store", None)) not in kept_stores:
+            backend.clear_prefix_cache()
     gc.collect()  # a trainer or a dropped model sits in reference cycles
     return_freed_memory()
 
@@ -163,10 +176,12 @@ class StageContext:
         """The backend of one model config (e.g. the one a game drew from a list)."""
         return get_llm(config)
 
-    def release_models(self, *roles: str, also: tuple[LLMConfig, ...] = ()) -> None:
+    def release_models(
+        self, *roles: str, also: tuple[LLMConfig, ...] = (), keep_prefixes: tuple[str, ...] = ()
+    ) -> None:
         """Drop every loaded model but those of ``roles`` and ``also`` (memory for what
-        comes next)."""
-        release_models(self.params, roles, also)
+        comes next); ``keep_prefixes``: roles whose prompt-prefix stores stay."""
+        release_models(self.params, roles, also, keep_prefixes)
 
 
 def stage_context(stage: str, game: str) -> StageContext:

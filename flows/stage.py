@@ -212,7 +212,7 @@ def stage_flow(stage: str, game: str = "all") -> dict[str, Any]:
         metrics["items_cached"] = cached
         metrics["stage_seconds"] = time.perf_counter() - started
         tracker.log_metrics(metrics)
-    release_models(ctx.params)
+    release_models(ctx.params, keep_prefixes=getattr(module, "KEEP_PREFIXES", ()))
     return metrics
 
 

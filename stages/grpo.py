@@ -64,7 +64,7 @@ def train_game(ctx, ids: list[str], adapter_dir: Path) -> None:
     ``adapter_dir`` (in a launched run, from the main process only)."""
     # Training loads its own copy of the Refiner: only the Measurer and the Refiner's
     # tokenizer stay loaded beside it (the players and the labeler come back for evaluate).
-    ctx.release_models("refiner", "measurer")
+    ctx.release_models("refiner", "measurer", keep_prefixes=("measurer",))
     rows, views = ctx.instances("intents", ids)
     refiner_cfg = ctx.params.models.refiner
     if refiner_cfg.backend != "local":

@@ -8,6 +8,10 @@ import polars as pl
 from stackelberg.datasets import batches, from_rows, of_split, read_dataset, write_dataset
 from stackelberg.persuasion.measurer import measure
 
+#: the Measurer's computed contexts stay for the grpo stage, which runs next and scores the
+#: same train instances' contexts (an instance's context does not depend on its candidates)
+KEEP_PREFIXES = ("measurer",)
+
 
 def plan(ctx) -> list[dict]:
     # The sample stage's candidates: the train split (evaluate scores the held-out one).

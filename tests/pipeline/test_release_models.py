@@ -13,6 +13,7 @@ from stackelberg.params import Params
 class Loaded:
     def __init__(self) -> None:
         self.cleared = False
+        self.prefix_store = object()  # backends of the same weights share one
 
     def clear_prefix_cache(self) -> None:
         self.cleared = True
@@ -73,3 +74,20 @@ def test_a_model_kept_by_its_config(params, loaded):
 def test_a_stage_context_releases_by_role(params, loaded):
     context.StageContext("evaluate", "werewolf", params).release_models("measurer")
     assert kept(loaded) == {"measurer"}
+
+
+def test_the_score_stages_measurer_contexts_stay_for_grpo(params, loaded):
+    """The Measurer's store is kept (with the Refiner base's, the same weights' store) when
+    a role asks for it; the other stores are emptied, the unnamed models dropped."""
+    from stages import score
+
+    loaded["refiner"].prefix_store = loaded["measurer"].prefix_store
+    context.release_models(params, keep_prefixes=score.KEEP_PREFIXES)
+    assert kept(loaded) == {"refiner", "measurer", "player"}
+    assert not loaded["measurer"].cleared and not loaded["refiner"].cleared
+    assert loaded["player"].cleared and loaded["trained"].cleared
+    # inside grpo: the Measurer stays, with its contexts; the players go
+    context.StageContext("grpo", "werewolf", params).release_models(
+        "refiner", "measurer", keep_prefixes=("measurer",)
+    )
+    assert kept(loaded) == {"refiner", "measurer"} and not loaded["measurer"].cleared
