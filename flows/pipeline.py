@@ -57,17 +57,24 @@ def stage_order(targets: list[str] | None = None) -> list[str]:
         return [s for s in order if s in wanted]
 
 
-def _locality(name: str) -> tuple[int, int, str]:
-    """Where a ready stage goes among the ready ones: game by game (params' order), and in a
-    game in dvc.yaml's order (score before grpo): the Measurer's prefix store still holds
-    the contexts of score's instances when GRPO rewards their completions."""
+#: stages that run back to back for one game: the Measurer's contexts of the score stage
+#: are still stored when GRPO scores the same instances next
+GAME_CHAIN = ("sample", "score", "grpo")
+
+
+def _locality(name: str) -> tuple[int, int, int, str]:
+    """Where a ready stage goes among the ready ones: stage by stage in dvc.yaml's order
+    (a model serves every game's stage once loaded: the int8 labeler, the players), but
+    ``GAME_CHAIN`` game by game; games in params' order."""
     from flows.context import LAYOUT, current_params
 
     stage, _, game = name.partition("@")
     games = current_params().games
     game_rank = games.index(game) if game in games else (-1 if not game else len(games))
     stages = list(LAYOUT)
-    return (game_rank, stages.index(stage) if stage in stages else len(stages), name)
+    rank = stages.index(stage) if stage in stages else len(stages)
+    phase = min(stages.index(s) for s in GAME_CHAIN) if stage in GAME_CHAIN else rank
+    return (phase, game_rank, rank, name)
 
 
 def peak_rss_gib() -> float:

@@ -20,23 +20,23 @@ def test_stage_times_are_listed_slowest_first_with_their_total():
     ]
 
 
-def test_stages_run_game_by_game_in_dvc_yaml_order_and_after_what_they_need():
-    """One game's chain runs together (score right before grpo: the Measurer's contexts of
-    the train instances are still stored when GRPO rewards them); every stage after its
-    dependencies."""
+def test_stages_run_in_dvc_yaml_order_with_sample_score_grpo_game_by_game():
+    """Each game's sample, score and grpo run back to back (the Measurer's contexts of the
+    train instances are still stored when GRPO rewards them), after every game's label (the
+    labeler loads once); every stage after its dependencies."""
     import networkx as nx
     from dvc.repo import Repo
 
     from flows.context import current_params
+    from flows.pipeline import GAME_CHAIN
 
     order = stage_order()
     games = current_params().games
-    first = games[0]
-    # (its evaluate waits for every game's policy stage: rl_ins, strategist and lspo play)
-    chain = [s for s in order if s.endswith(f"@{first}") and not s.startswith("evaluate@")]
-    assert order[: len(chain) + 1] == ["base_model", *chain]
-    assert chain.index(f"score@{first}") + 1 == chain.index(f"grpo@{first}")
-    assert order[-1] == "report"
+    assert order[0] == "base_model" and order[-1] == "report"
+    for game in games:
+        at = order.index(f"{GAME_CHAIN[0]}@{game}")
+        assert order[at : at + len(GAME_CHAIN)] == [f"{s}@{game}" for s in GAME_CHAIN]
+        assert all(order.index(f"label@{g}") < at for g in games)
     with Repo(".") as repo:
         graph = repo.index.graph
         position = {name: i for i, name in enumerate(order)}
