@@ -8,6 +8,9 @@ A stage module (``stages/<name>.py``) defines three plain functions:
 - ``finish(ctx, results) -> dict``: write the stage's outputs (atomically) and return
   metrics for MLflow.
 
+It may name ``KEEP_PREFIXES``, the model roles whose prompt-prefix stores outlive it (the
+next stage reads prompts that start the same way).
+
 Every item runs as a Prefect task with ``orchestration.task_retries`` retries, on the task
 runner ``orchestration.task_runner`` names (flows/runners.py: this process, or the worker
 processes of a Dask or Ray cluster); results are gathered in plan order, so the outputs do
