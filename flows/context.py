@@ -111,10 +111,12 @@ def release_models(
         for config in entry_models(getattr(params.models, role))
     } | {config.model_dump_json() for config in also}
     kept_stores = {
-        id(_LLMS[key].prefix_store)
+        id(store)
         for role in keep_prefixes
         for config in entry_models(getattr(params.models, role))
         if (key := config.model_dump_json()) in _LLMS and key in keep
+        # a served model (vLLM, an API) keeps no store here
+        and (store := getattr(_LLMS[key], "prefix_store", None)) is not None
     }
     for key in [k for k in _LLMS if k not in keep]:
         backend = _LLMS.pop(key)

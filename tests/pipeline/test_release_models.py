@@ -91,3 +91,11 @@ def test_the_score_stages_measurer_contexts_stay_for_grpo(params, loaded):
         "refiner", "measurer", keep_prefixes=("measurer",)
     )
     assert kept(loaded) == {"refiner", "measurer"} and not loaded["measurer"].cleared
+
+
+def test_a_served_measurer_keeps_no_store(params, loaded):
+    """A backend without a prefix store (vLLM, an API) is kept or dropped as before."""
+    del loaded["measurer"].prefix_store
+    context.release_models(params, keep_prefixes=("measurer",))
+    assert kept(loaded) == {"refiner", "measurer", "player"}
+    assert loaded["player"].cleared
