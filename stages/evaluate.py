@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from itertools import zip_longest
 from typing import Any
 
@@ -237,11 +238,7 @@ def finish(ctx, results) -> dict:
         resamples=p.bootstrap,
         seed=p.seed,
         game=ctx.game,
-        # Tokens counted with the trained Refiner's tokenizer (the base's): that model is
-        # loaded for the tournaments, where loading the base again costs time and memory.
-        refiner_outputs=refiner_outputs(
-            ctx, reward, trained, records, ctx.model(refiner_config(ctx, trained=True))
-        ),
+        refiner_outputs=refiner_outputs(ctx, reward, trained, records, lambda: ctx.llm("refiner")),
     )
     out = ctx.path()
     plots = out / "plots"
@@ -270,19 +267,19 @@ def finish(ctx, results) -> dict:
 
 
 def refiner_outputs(
-    ctx, reward: dict, trained: dict, records: list[dict], tokens: Any
+    ctx, reward: dict, trained: dict, records: list[dict], tokens: Callable[[], Any]
 ) -> dict[str, dict]:
     """The Refiner-output rates (completions, ended before the token limit, parsed) of this
     game's Refiner runs: the sample stage's candidates, GRPO training (TRL's clipped ratio
     and the reward's parse rate per step), the held-out candidates before and after, and
-    the trained Refiner's speeches in the tournaments; ``tokens``: a backend with the
-    Refiner's tokenizer."""
+    the trained Refiner's speeches in the tournaments; ``tokens`` gives a backend with the
+    Refiner's tokenizer (called only when there are candidates to count)."""
     out = {}
     candidates = ctx.path("sample")
     if candidates.exists():
         limit = ctx.params.for_game("sample", ctx.game).max_new_tokens
         df = read_dataset(candidates, "candidates")
-        out["sample"] = dataset_rates(tokens, df, limit)
+        out["sample"] = dataset_rates(tokens(), df, limit)
     out["grpo"] = training_rates(trained["history"], trained.get("completions_per_step", 0))
     for name in ("before", "after"):
         if f"{name}_outputs" in reward:
