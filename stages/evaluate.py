@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
 from itertools import zip_longest
-from typing import Any
 
 from stackelberg.agents import LLM_AGENT_KINDS
 from stackelberg.agents.latent.cfr import load_policy as load_lspo_policy
@@ -109,8 +107,8 @@ def held_out_reward(ctx) -> dict:
     ctx.release_models("measurer", "player", "labeler", also=(refiner_config(ctx, True),))
     measurer = ctx.llm("measurer")
     room = settings.max_new_tokens  # a candidate's room in the Measurer's window
-    # Both Refiners' candidates of an instance in one Measurer tree: one context (the history
-    # that fits the longest of them) for the pair, computed once.
+    # Both Refiners' candidates of an instance in one Measurer call: one context for the
+    # pair, computed once.
     bar = progress(len(rows), f"evaluate@{ctx.game} held-out", "instance")
     out["before"], out["after"] = [], []
     for row, view, before, after in zip(
@@ -238,7 +236,7 @@ def finish(ctx, results) -> dict:
         resamples=p.bootstrap,
         seed=p.seed,
         game=ctx.game,
-        refiner_outputs=refiner_outputs(ctx, reward, trained, records, lambda: ctx.llm("refiner")),
+        refiner_outputs=refiner_outputs(ctx, reward, trained, records),
     )
     out = ctx.path()
     plots = out / "plots"
@@ -266,20 +264,17 @@ def finish(ctx, results) -> dict:
     }
 
 
-def refiner_outputs(
-    ctx, reward: dict, trained: dict, records: list[dict], tokens: Callable[[], Any]
-) -> dict[str, dict]:
+def refiner_outputs(ctx, reward: dict, trained: dict, records: list[dict]) -> dict[str, dict]:
     """The Refiner-output rates (completions, ended before the token limit, parsed) of this
     game's Refiner runs: the sample stage's candidates, GRPO training (TRL's clipped ratio
     and the reward's parse rate per step), the held-out candidates before and after, and
-    the trained Refiner's speeches in the tournaments; ``tokens`` gives a backend with the
-    Refiner's tokenizer (called only when there are candidates to count)."""
+    the trained Refiner's speeches in the tournaments."""
     out = {}
     candidates = ctx.path("sample")
     if candidates.exists():
         limit = ctx.params.for_game("sample", ctx.game).max_new_tokens
         df = read_dataset(candidates, "candidates")
-        out["sample"] = dataset_rates(tokens(), df, limit)
+        out["sample"] = dataset_rates(ctx.llm("refiner"), df, limit)
     out["grpo"] = training_rates(trained["history"], trained.get("completions_per_step", 0))
     for name in ("before", "after"):
         if f"{name}_outputs" in reward:

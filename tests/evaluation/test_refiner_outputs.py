@@ -91,10 +91,10 @@ def test_rates_reach_metrics_mlflow_and_the_summary(ctx, sampled):
         {"refined": 1, "refiner_ended": 0, "refiner_parsed": 1},
         {},
     ]
-    runs = evaluate.refiner_outputs(ctx, reward, trained, games, WordTokens)
+    runs = evaluate.refiner_outputs(ctx, reward, trained, games)
     assert list(runs) == ["sample", "grpo", "held_out_before", "held_out_after", "tournament"]
     assert runs["tournament"] == {"completions": 4, "ended_rate": 0.75, "parse_rate": 0.75}
-    assert "tournament" not in evaluate.refiner_outputs(ctx, reward, trained, games[2:], WordTokens)
+    assert "tournament" not in evaluate.refiner_outputs(ctx, reward, trained, games[2:])
     assert runs["grpo"] == {"completions": 8, "ended_rate": 0.5, "parse_rate": 0.75}
     metrics = game_metrics([], game="werewolf", refiner_outputs=runs)
     out = metrics["refiner_outputs"]
