@@ -239,6 +239,7 @@ def test_the_baselines_finish_games_on_the_embedded_model(local_llm):
         (k, g) for k, games in BASELINES.items() for g in games
     }
     tiny = {"speech_tokens": 6, "reasoning_tokens": 6, "max_prompt_tokens": 512}
+    tables = []
     for name, kinds in EMBEDDED_GAMES:
         game = make_game(name, EMBEDDED_OPTIONS.get(name))
         assert game.reset(3).n_players == len(kinds)
@@ -246,7 +247,10 @@ def test_the_baselines_finish_games_on_the_embedded_model(local_llm):
             make_agent(k, name, llm=local_llm, **tiny) if k != "scripted" else make_agent(k, name)
             for k in kinds
         ]
-        record = play_tables([Table(game, agents, 3)], local_llm)[0]
+        tables.append(Table(game, agents, 3))
+    # all games at once, as a tournament plays them: their requests go in shared batches
+    records = play_tables(tables, local_llm)
+    for (name, kinds), record in zip(EMBEDDED_GAMES, records, strict=True):
         check_record(record, name)
         rule_check(record)
         thinkers = {e["player"] for e in record["events"] if e["type"] == "reasoning"}

@@ -59,6 +59,7 @@ SHRINK = {
     "evaluate.max_prompt_tokens": 1024,
     "evaluate.conditions": SHRINK_CONDITIONS,
     "evaluate.batch_games": 16,
+    "evaluate.refiner_dtype": "int8",  # the CPU Refiner at play, as in the embedded default
     "tactics.episodes": 200,
     "tactics.eval_games": 20,
     "strategist.games": 60,
@@ -81,6 +82,8 @@ def paper_params_on(url: str) -> dict:
         params[section][name] = value
     for sections in params["game_overrides"].values():  # the shrunk tournaments: SHRINK's two
         sections["evaluate"].pop("conditions", None)
+    for stage in ("selfplay", "evaluate"):  # Sotopia: 4 turns a conversation, not 20
+        params["game_overrides"]["sotopia"][stage]["options"]["max_turns"] = 4
     # Werewolf's rows add lspo (its stage's policy on its route); react and the Refiner
     # around each baseline are left to the paper's run, for time
     params["game_overrides"]["werewolf"]["evaluate"]["conditions"] = [*SHRINK_CONDITIONS, "lspo"]

@@ -1,4 +1,5 @@
-"""Loading a checkpoint for the local backend: the weights, a LoRA adapter merged in, int8.
+"""Loading a checkpoint for the local backend: the weights, a LoRA adapter merged in, int8,
+and a half-precision copy of a float32 checkpoint kept in the cache.
 
 Everything that decides which weights run (and so names them in the response cache) is
 here; nothing is downloaded, so a missing model is one clear error.
@@ -7,13 +8,20 @@ here; nothing is downloaded, so a missing model is one clear error.
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from stackelberg.llm.embedded import cache_dir
 from stackelberg.llm.errors import ModelNotFoundError
+
+log = logging.getLogger(__name__)
 
 
 def adapter_digest(adapter: str) -> str:
@@ -91,6 +99,62 @@ def weights_dtype(dtype: str, device: torch.device) -> str:
     return dtype
 
 
+#: the half-precision dtypes a float32 checkpoint is kept converted for (CPU)
+HALF_DTYPES = ("bfloat16", "float16")
+
+
+def _stored_dtype(path: str) -> str | None:
+    """The dtype a checkpoint folder's config says its weights are stored in."""
+    try:
+        config = json.loads((Path(path) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return config.get("dtype") or config.get("torch_dtype")
+
+
+def _fingerprint(path: str) -> list:
+    """Name, size and modification time of a checkpoint's weight files: a new checkpoint
+    written to the same folder (base_model rerun, a new conversion) changes it."""
+    files = sorted(Path(path).glob("*.safetensors")) + sorted(Path(path).glob("*.bin"))
+    return [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in files]
+
+
+def converted_dir(path: str, dtype: str) -> Path:
+    """Where the ``dtype`` copy of the checkpoint at ``path`` is kept: one per (folder, dtype),
+    replaced when the checkpoint changes, so copies do not pile up."""
+    key = hashlib.sha256(f"{Path(path).resolve()}|{dtype}".encode()).hexdigest()[:16]
+    return cache_dir() / "converted" / f"{Path(path).name}-{dtype}-{key}"
+
+
+def _load_converted(path: str, dtype: str) -> Any:
+    """The model at half precision, read from a half-size copy of the float32 checkpoint.
+
+    Converting while loading reads every float32 page of the file into the process (the
+    whole file is mapped), which takes the embedded run's peak over its memory budget when
+    the Measurer is loaded beside the players; the copy is read instead. It is written on
+    first use (a temporary folder, then a rename: a killed write leaves nothing half-done);
+    a copy that cannot be written only costs the saving.
+    """
+    target, source = converted_dir(path, dtype), _fingerprint(path)
+    marker = target / "source.json"
+    if marker.exists() and json.loads(marker.read_text()) == source:
+        return AutoModelForCausalLM.from_pretrained(target, dtype=getattr(torch, dtype))
+    lm = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
+        try:
+            lm.save_pretrained(tmp)
+            (tmp / "source.json").write_text(json.dumps(source))
+            shutil.rmtree(target, ignore_errors=True)
+            tmp.rename(target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    except OSError as err:  # a full disk, a read-only cache, a concurrent writer
+        log.warning("local backend: no %s copy of %s kept (%s)", dtype, path, err)
+    return lm
+
+
 def load_model(
     path: str, model: str, dtype: str, device: torch.device, adapter: str | None
 ) -> tuple[Any, Any]:
@@ -100,7 +164,10 @@ def load_model(
     load_dtype = torch.float32 if dtype == "int8" else getattr(torch, dtype)
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)
-        lm = AutoModelForCausalLM.from_pretrained(path, dtype=load_dtype)
+        if device.type == "cpu" and dtype in HALF_DTYPES and _stored_dtype(path) == "float32":
+            lm = _load_converted(path, dtype)
+        else:
+            lm = AutoModelForCausalLM.from_pretrained(path, dtype=load_dtype)
     except (OSError, ValueError) as err:
         where = (
             "a folder" if Path(path).exists() else "a local folder nor in the Hugging Face cache"
