@@ -97,3 +97,16 @@ def test_an_unwritable_cache_only_costs_the_copy(tmp_path, monkeypatch, caplog):
     _, lm = loading.load_model(str(source), "ckpt", "bfloat16", torch.device("cpu"), None)
     assert next(lm.parameters()).dtype == torch.bfloat16
     assert "no bfloat16 copy" in caplog.text
+
+
+def test_a_copy_with_an_unreadable_record_is_written_again(tmp_path, cache):
+    source = tmp_path / "ckpt"
+    _checkpoint(source, seed=0)
+    cpu = torch.device("cpu")
+    _, first = loading.load_model(str(source), "ckpt", "bfloat16", cpu, None)
+    record = loading.converted_dir(str(source), "bfloat16") / "source.json"
+    record.write_text("{not json")
+    _, again = loading.load_model(str(source), "ckpt", "bfloat16", cpu, None)
+    assert json.loads(record.read_text()) == loading._fingerprint(str(source))
+    key = "model.layers.0.mlp.up_proj.weight"
+    assert torch.equal(_weights(first)[key], _weights(again)[key])

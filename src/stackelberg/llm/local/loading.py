@@ -130,14 +130,17 @@ def _load_converted(path: str, dtype: str) -> Any:
     """The model at half precision, read from a half-size copy of the float32 checkpoint.
 
     Converting while loading reads every float32 page of the file into the process (the
-    whole file is mapped), which takes the embedded run's peak over its memory budget when
-    the Measurer is loaded beside the players; the copy is read instead. It is written on
-    first use (a temporary folder, then a rename: a killed write leaves nothing half-done);
-    a copy that cannot be written only costs the saving.
+    whole file is mapped: twice the half-precision model), in every stage that loads it;
+    the copy is read instead. It is written on first use (a temporary folder, then a rename:
+    a killed write leaves nothing half-done); a copy that cannot be written only costs the
+    saving, and one whose record of its source is unreadable is written again.
     """
     target, source = converted_dir(path, dtype), _fingerprint(path)
-    marker = target / "source.json"
-    if marker.exists() and json.loads(marker.read_text()) == source:
+    try:
+        kept = json.loads((target / "source.json").read_text()) == source
+    except (OSError, ValueError):
+        kept = False
+    if kept:
         return AutoModelForCausalLM.from_pretrained(target, dtype=getattr(torch, dtype))
     lm = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
     try:
