@@ -118,11 +118,8 @@ def release_models(
         # a served model (vLLM, an API) keeps no store here
         and (store := getattr(_LLMS[key], "prefix_store", None)) is not None
     }
-    for key in [k for k in _LLMS if k not in keep]:
-        backend = _LLMS.pop(key)
-        if id(getattr(backend, "prefix_store", None)) not in kept_stores:
-            backend.clear_prefix_cache()
-    for backend in _LLMS.values():
+    dropped = [_LLMS.pop(key) for key in [k for k in _LLMS if k not in keep]]
+    for backend in [*dropped, *_LLMS.values()]:
         if id(getattr(backend, "prefix_store", None)) not in kept_stores:
             backend.clear_prefix_cache()
     gc.collect()  # a trainer or a dropped model sits in reference cycles

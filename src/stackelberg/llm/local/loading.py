@@ -116,7 +116,7 @@ def _fingerprint(path: str) -> list:
     """Name, size and modification time of a checkpoint's weight files: a new checkpoint
     written to the same folder (base_model rerun, a new conversion) changes it."""
     files = sorted(Path(path).glob("*.safetensors")) + sorted(Path(path).glob("*.bin"))
-    return [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in files]
+    return [[f.name, (st := f.stat()).st_size, st.st_mtime_ns] for f in files]
 
 
 def converted_dir(path: str, dtype: str) -> Path:
