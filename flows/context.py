@@ -114,7 +114,8 @@ def release_models(
         id(store)
         for role in keep_prefixes
         for config in entry_models(getattr(params.models, role))
-        if (key := config.model_dump_json()) in _LLMS and key in keep
+        if (key := config.model_dump_json()) in _LLMS
+        and key in keep
         # a served model (vLLM, an API) keeps no store here
         and (store := getattr(_LLMS[key], "prefix_store", None)) is not None
     }

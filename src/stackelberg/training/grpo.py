@@ -110,6 +110,12 @@ class GRPOSettings(Settings):
         description="completions per forward and backward pass, the step's gradient summed "
         "over them: the same step in less memory (a CPU: 1); null: the whole step at once",
     )
+    share_prompts: bool = Field(
+        True,
+        description="compute each prompt once per group in the loss and reference forwards "
+        "(the completions packed after it as tree-masked branches: the same numbers, fewer "
+        "tokens); false: one row per completion, as TRL does",
+    )
     seed: int = Field(0, description="seed of the LoRA init, prompt order and sampling")
     generation: Generation = Field(
         "trl",
@@ -566,6 +572,7 @@ def train_refiner(
             ),
             callbacks=[steps_log, StepProgress(desc)],
             rollout_func=rollout,
+            share_prompts=settings.share_prompts,
         )
         trainer.train()
         staged = work / "adapter"

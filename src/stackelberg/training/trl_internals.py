@@ -3,7 +3,9 @@
 Timing generation apart from the reward needs the trainer's private steps (``_generate``,
 ``_calculate_rewards``) and its metrics store (``_metrics``); extra stop tokens need its
 end-of-sequence ids and generation settings; rollouts of our own (``rollout.LocalRollout``)
-need its prompt rendering (``_tokenize_prompts``). None of these is a stable TRL API, which is why
+need its prompt rendering (``_tokenize_prompts``); computing a group's prompt once
+(``prompt_sharing``) replaces its log-probability forward (``_get_per_token_logps_and_entropies``,
+whose rows it packs and whose fused LM head it calls). None of these is a stable TRL API, which is why
 pyproject.toml bounds trl to the range the suite runs against, and why importing this module
 checks them first: a TRL without them fails with one line, not deep inside a training step.
 """
@@ -20,9 +22,20 @@ import trl
 from trl import GRPOTrainer
 
 from stackelberg.training.grpo import UnsupportedTRLError
+from stackelberg.training.prompt_sharing import (
+    TREE_MASK_KERNELS,
+    attention_kernel,
+    pack_by_prompt,
+    packed_logps,
+)
 
 #: GRPOTrainer's private steps that ``HookedGRPOTrainer`` wraps or calls.
-WRAPPED_STEPS = ("_generate", "_calculate_rewards", "_tokenize_prompts")
+WRAPPED_STEPS = (
+    "_generate",
+    "_calculate_rewards",
+    "_tokenize_prompts",
+    "_get_per_token_logps_and_entropies",
+)
 
 
 def check_trl(trainer_class: type = GRPOTrainer) -> None:
@@ -41,9 +54,11 @@ check_trl()
 class HookedGRPOTrainer(GRPOTrainer):
     """GRPOTrainer with public hooks over its private parts: ``on_step_time`` hears the wall
     time of each generation and reward step, ``record_metric`` logs with the step's metrics,
-    ``add_eos_token_ids`` ends completions at more tokens."""
+    ``add_eos_token_ids`` ends completions at more tokens; with ``share_prompts`` the rows of
+    a forward that share a prompt compute it once (``prompt_sharing``)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, share_prompts: bool = False, **kwargs: Any) -> None:
+        self.share_prompts = share_prompts
         with warnings.catch_warnings():  # TRL flags rollout_func as experimental: pinned here
             warnings.filterwarnings("ignore", "You are using 'rollout_func'", UserWarning)
             super().__init__(*args, **kwargs)
@@ -81,3 +96,37 @@ class HookedGRPOTrainer(GRPOTrainer):
     def _calculate_rewards(self, *args: Any, **kwargs: Any) -> Any:
         with self._timed("reward_s"):
             return super()._calculate_rewards(*args, **kwargs)
+
+    def _get_per_token_logps_and_entropies(
+        self,
+        model: Any,
+        input_ids: Any,
+        attention_mask: Any,
+        logits_to_keep: int,
+        batch_size: int | None = None,
+        compute_entropy: bool = False,
+        compute_aux_loss: bool = False,
+        **extra: Any,
+    ) -> Any:
+        packs = None
+        plain_text = not compute_aux_loss and all(v is None for v in extra.values())
+        if self.share_prompts and plain_text and attention_kernel(model) in TREE_MASK_KERNELS:
+            # a whole no-grad batch packs at once; TRL's batch_size chunks bound the
+            # memory of one row per completion, which packing shrinks
+            packs = pack_by_prompt(input_ids, attention_mask, logits_to_keep)
+        if packs is None:
+            return super()._get_per_token_logps_and_entropies(
+                model,
+                input_ids,
+                attention_mask,
+                logits_to_keep,
+                batch_size=batch_size,
+                compute_entropy=compute_entropy,
+                compute_aux_loss=compute_aux_loss,
+                **extra,
+            )
+        with self.accelerator.autocast():
+            logps, entropies = packed_logps(
+                model, packs, input_ids.size(0), logits_to_keep, compute_entropy
+            )
+        return logps, entropies, None

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from stackelberg.llm.local.hf_internals import DecoderCall
+from stackelberg.llm.local.tree import additive_mask
 
 
 class LocalModel:
@@ -60,8 +61,7 @@ class LocalModel:
 
     def additive_mask(self, allowed: torch.Tensor) -> torch.Tensor:
         """An attention bias from a boolean mask: 0 where allowed, the dtype's minimum not."""
-        dtype = self.lm.dtype
-        return torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)
+        return additive_mask(allowed, self.lm.dtype)
 
     def decode(self, tokens: list[int]) -> str:
         return self.tokenizer.decode(tokens, skip_special_tokens=True)

@@ -19,6 +19,7 @@ import torch
 from stackelberg.llm.local.hf_internals import cut_cache
 from stackelberg.llm.local.model import LocalModel
 from stackelberg.llm.local.prefill import Prefiller
+from stackelberg.llm.local.tree import tree_layout
 
 #: Most tokens packed into one scoring forward (its mask is tokens x (prefix + tokens)).
 PACK_TOKENS = 2048
@@ -39,28 +40,11 @@ def tree_forward(
     path, without copying the prefix cache per path. The cache is cut back to the prefix
     afterwards, so it can serve the next tree.
     """
-    lengths = [len(s) for s in segments]
-    offsets = [sum(lengths[:i]) for i in range(len(segments))]
-    q = sum(lengths)
-    allowed = torch.zeros((q, prefix_len + q), dtype=torch.bool)
-    allowed[:, :prefix_len] = True
-    starts: list[int] = []  # position of each segment's first token
-    pieces = []
-    for i, n in enumerate(lengths):
-        a, parent = prefix_len + offsets[i], parents[i]
-        rows = slice(offsets[i], offsets[i] + n)
-        allowed[rows, a : a + n] = torch.ones((n, n), dtype=torch.bool).tril()
-        while parent is not None:
-            pa = prefix_len + offsets[parent]
-            allowed[rows, pa : pa + lengths[parent]] = True
-            parent = parents[parent]
-        parent = parents[i]
-        starts.append(prefix_len if parent is None else starts[parent] + lengths[parent])
-        pieces.append(starts[i] + torch.arange(n))
+    allowed, positions = tree_layout(prefix_len, [len(s) for s in segments], parents)
     mask = model.additive_mask(allowed)
     ids = torch.tensor([[t for s in segments for t in s]], dtype=torch.long)
     hidden, cache = model.forward(
-        ids, cache, mask[None, None].to(model.device), torch.cat(pieces)[None].to(model.device)
+        ids, cache, mask[None, None].to(model.device), positions[None].to(model.device)
     )
     cut_cache(cache, prefix_len)
     return hidden[0]
