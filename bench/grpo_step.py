@@ -7,7 +7,8 @@ Prints one JSON line: step_s (mean trainer step time), generation_s and reward_s
 the rest (old/ref log-probs, loss, backward, optimizer) and the total wall time.
 
     python bench/grpo_step.py [--steps 2] [--generations 8] [--max-new-tokens 32]
-                              [--micro-batch 1] [--generation local] [--model CHECKPOINT]
+                              [--micro-batch 1] [--generation local] [--no-share-prompts]
+                              [--model CHECKPOINT]
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ def run_steps(
     max_new_tokens: int = 32,
     micro_batch: int | None = None,
     generation: str = "trl",
+    share_prompts: bool = True,
 ) -> dict:
     """Train ``steps`` GRPO steps of the Refiner on ``model`` (a checkpoint folder) and time them."""
     n = steps * prompts_per_step
@@ -74,6 +76,7 @@ def run_steps(
         max_completion_length=max_new_tokens,
         micro_batch=micro_batch,
         generation=generation,
+        share_prompts=share_prompts,
     )
     base = [BASES[i % len(BASES)] for i in range(n)]
     tokenizer = AutoTokenizer.from_pretrained(model)
@@ -99,6 +102,7 @@ def run_steps(
         "max_new_tokens": max_new_tokens,
         "micro_batch": micro_batch,
         "generation": generation,
+        "share_prompts": share_prompts,
         "step_s": round(step_s, 3),
         "generation_s_per_step": round(gen, 3),
         "reward_s_per_step": round(rew, 5),
@@ -124,6 +128,11 @@ def main() -> None:
         "--micro-batch", type=int, default=None, help="completions per forward/backward pass"
     )
     parser.add_argument("--generation", default="trl", help="trl | local (GRPOSettings)")
+    parser.add_argument(
+        "--no-share-prompts",
+        action="store_true",
+        help="one row per completion in the log-probability forwards, as TRL does",
+    )
     parser.add_argument("--model", default=None, help="a checkpoint folder; default: embedded")
     args = parser.parse_args()
     row = run_steps(
@@ -134,6 +143,7 @@ def main() -> None:
         args.max_new_tokens,
         args.micro_batch,
         args.generation,
+        not args.no_share_prompts,
     )
     print(json.dumps(row), flush=True)
 

@@ -85,7 +85,7 @@ def test_packed_rows_give_trls_logprobs_entropies_and_gradients(attn):
         return logps.detach(), ent.detach(), [p.grad.clone() for p in lora]
 
     ref = run(lambda: _trl(model, ids, mask, width))
-    got = run(lambda: packed_logps(model, packs, ids.size(0), width, compute_entropy=True))
+    got = run(lambda: packed_logps(model, packs, ids.size(0), width, True, attn))
     torch.testing.assert_close(got[0], ref[0], atol=1e-5, rtol=1e-4)
     torch.testing.assert_close(got[1], ref[1], atol=1e-5, rtol=1e-4)
     assert (got[0][completion_mask == 0] == 0).all()
@@ -106,7 +106,9 @@ def _hooked(share: bool) -> HookedGRPOTrainer:
     """The trainer's forward alone: no model loaded, no dataset."""
     trainer = HookedGRPOTrainer.__new__(HookedGRPOTrainer)
     trainer.share_prompts = share
-    trainer.accelerator = SimpleNamespace(autocast=nullcontext, is_main_process=True)
+    trainer.accelerator = SimpleNamespace(
+        autocast=nullcontext, is_main_process=True, unwrap_model=lambda m: m
+    )
     return trainer
 
 

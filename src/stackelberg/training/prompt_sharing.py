@@ -79,7 +79,8 @@ def pack_by_prompt(
 
 
 def attention_kernel(model: Any) -> str:
-    """The attention implementation ``model`` (a PEFT or plain transformers model) runs."""
+    """The attention implementation ``model`` (a PEFT or plain transformers model, not
+    wrapped for distributed training) runs."""
     config = getattr(model, "config", None)
     return str(getattr(config, "_attn_implementation", None) or "eager")
 
@@ -90,16 +91,19 @@ def packed_logps(
     batch: int,
     completion_width: int,
     compute_entropy: bool,
+    kernel: str = "sdpa",
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Per-token log-probabilities (and entropies) of each row's completion, ``[batch,
     completion_width]`` with zeros past a completion's end, as TRL's forward returns them.
 
     ``model`` is GRPOTrainer's model with TRL's fused LM head (``fused_lm_head=True`` and
-    ``shift_labels``: TRL's temperature and head casting apply alike).
+    ``shift_labels``: TRL's temperature and head casting apply alike). ``kernel`` is its
+    attention implementation: SDPA takes a boolean mask whatever the compute dtype under
+    autocast; eager attention adds a bias.
     """
     device = next(model.parameters()).device
     dtype = next(model.parameters()).dtype
-    sdpa = attention_kernel(model) == "sdpa"
+    sdpa = kernel == "sdpa"
     logps: list[torch.Tensor | None] = [None] * batch
     entropies: list[torch.Tensor | None] = [None] * batch
     for pack in packs:

@@ -110,7 +110,8 @@ class HookedGRPOTrainer(GRPOTrainer):
     ) -> Any:
         packs = None
         plain_text = not compute_aux_loss and all(v is None for v in extra.values())
-        if self.share_prompts and plain_text and attention_kernel(model) in TREE_MASK_KERNELS:
+        kernel = attention_kernel(self.accelerator.unwrap_model(model))
+        if self.share_prompts and plain_text and kernel in TREE_MASK_KERNELS:
             # a whole no-grad batch packs at once; TRL's batch_size chunks bound the
             # memory of one row per completion, which packing shrinks
             packs = pack_by_prompt(input_ids, attention_mask, logits_to_keep)
@@ -127,6 +128,6 @@ class HookedGRPOTrainer(GRPOTrainer):
             )
         with self.accelerator.autocast():
             logps, entropies = packed_logps(
-                model, packs, input_ids.size(0), logits_to_keep, compute_entropy
+                model, packs, input_ids.size(0), logits_to_keep, compute_entropy, kernel
             )
         return logps, entropies, None
