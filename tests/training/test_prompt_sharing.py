@@ -38,12 +38,11 @@ def _policy(attn: str, temperature: float = 0.7):
 def _batch():
     """TRL's rows: left-padded prompts, then right-padded completions (a group of three on
     one prompt, a group of two on another, one prompt alone; one empty completion)."""
-    prompts = [[5, 6, 7, 8, 9], [11, 12, 13]]
+    prompts = [[5, 6, 7, 8, 9], [11, 12, 13], [3, 4]]
     completions = [
         (0, [21, 22, 23, 2]), (1, [30, 31]), (0, [24]), (1, [32, 33, 34, 35, 36]),
         (0, [25, 26]), (2, [37]), (1, []),
     ]  # fmt: skip
-    prompts.append([3, 4])
     width_p = max(map(len, prompts))
     width_c = max(len(c) for _, c in completions)
     ids, mask = [], []

@@ -108,10 +108,11 @@ class HookedGRPOTrainer(GRPOTrainer):
         compute_aux_loss: bool = False,
         **extra: Any,
     ) -> Any:
-        packs = None
+        packs, kernel = None, None
         plain_text = not compute_aux_loss and all(v is None for v in extra.values())
-        kernel = attention_kernel(self.accelerator.unwrap_model(model))
-        if self.share_prompts and plain_text and kernel in TREE_MASK_KERNELS:
+        if self.share_prompts and plain_text:
+            kernel = attention_kernel(self.accelerator.unwrap_model(model))
+        if kernel in TREE_MASK_KERNELS:
             # a whole no-grad batch packs at once; TRL's batch_size chunks bound the
             # memory of one row per completion, which packing shrinks
             packs = pack_by_prompt(input_ids, attention_mask, logits_to_keep)
