@@ -110,8 +110,11 @@ def is_stale(name: str) -> bool:
 
 
 def record_in_lock(name: str) -> None:
-    """What `dvc repro` does after running a stage: hash deps/outs, cache outs, write dvc.lock."""
-    with _repo() as repo:
+    """What `dvc repro` does after running a stage: hash deps/outs, cache outs, write dvc.lock
+    (read plainly: DVC's comment-keeping parse of the lock was half of each commit)."""
+    from flows.dvc_internals import plain_lock_parse
+
+    with _repo() as repo, plain_lock_parse():
         repo.commit(name, force=True)
 
 
