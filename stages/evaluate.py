@@ -98,6 +98,12 @@ def held_out_reward(ctx) -> dict:
     seeds = [seed_of(r["instance_id"]) + 7_919 * (p.seed + 1) for r in rows]
     score = ctx.params.for_game("score", ctx.game)
     out, samples = {}, {}
+    # The Refiners sample first, beside the players only: the Measurer and the Refiner base
+    # left by earlier stages (one copy in float32, two when the Measurer has its own dtype)
+    # make room for the trained Refiner's loading, and the Measurer comes back after.
+    ctx.release_models(
+        "player", "labeler", also=(refiner_config(ctx, False), refiner_config(ctx, True))
+    )
     for name, trained in (("before", False), ("after", True)):
         refiner = ctx.model(refiner_config(ctx, trained))
         samples[name] = sample_candidates(refiner, views, settings, seeds)

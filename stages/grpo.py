@@ -76,6 +76,10 @@ def train_game(ctx, ids: list[str], adapter_dir: Path) -> None:
     output_format = prompting.output_format
     room = prompting.max_new_tokens  # a candidate's room in the Measurer's window
     prompts = [refiner_prompt(ctx.llm("refiner"), v, prompting) for v in views]
+    # The prompts are built: the Refiner base goes too, unless it is the Measurer's copy
+    # (the same checkpoint and dtype); a Measurer in another dtype would otherwise sit beside
+    # two Refiner copies, this one and the one trained.
+    ctx.release_models("measurer", keep_prefixes=("measurer",))
 
     def reward_fn(
         completions: list[str], instance_id: list[str], log_metric=None, **_
