@@ -23,9 +23,11 @@ from flows.errors import PipelineError
 if not callable(getattr(_yaml, "parse_yaml_for_update", None)) or not callable(
     getattr(_yaml, "parse_yaml", None)
 ):
+    from dvc import __version__ as dvc_version
+
     raise PipelineError(
-        "this DVC has no dvc.utils.serialize._yaml.parse_yaml_for_update; "
-        "install the range pyproject.toml names"
+        f"DVC {dvc_version} has no dvc.utils.serialize._yaml.parse_yaml_for_update, which "
+        "the pipeline's dvc.lock writing wraps; install DVC 3 (the range in pyproject.toml)"
     )
 
 

@@ -121,6 +121,7 @@ def record_in_lock(name: str) -> None:
 @flow(name="stackelberg-pipeline", log_prints=True)
 def pipeline(targets: list[str] | None = None, force: bool = False) -> dict[str, Any]:
     """Run every stale stage in order; returns timings (stage work vs orchestration)."""
+    import flows.dvc_internals  # noqa: F401  a DVC it cannot drive fails here, before any stage
     from flows.context import current_params, freeze_libraries
     from flows.runners import shared_cluster
     from flows.stage import run_stage

@@ -6,10 +6,12 @@ from __future__ import annotations
 from contextlib import chdir
 from pathlib import Path
 
+import pytest
 from dvc.repo import Repo
 from dvc.utils.serialize import _yaml
 
 from flows.dvc_internals import plain_lock_parse
+from flows.errors import PipelineError
 
 DVC_YAML = """\
 # a comment that dvc.yaml keeps
@@ -90,3 +92,13 @@ def test_the_patch_is_undone(tmp_path):
         assert _yaml.parse_yaml_for_update is not original
         repo.commit("one", force=True)
     assert _yaml.parse_yaml_for_update is original
+
+
+def test_a_dvc_without_the_wrapped_parse_is_refused(monkeypatch):
+    import importlib
+
+    import flows.dvc_internals as internals
+
+    monkeypatch.delattr(_yaml, "parse_yaml_for_update")
+    with pytest.raises(PipelineError, match=r"^DVC \S+ has no .*install DVC 3"):
+        importlib.reload(internals)
