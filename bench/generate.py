@@ -3,7 +3,7 @@
 Each row is a different short Werewolf prompt with its own seed; the cache is off. Prints one
 JSON line per batch size: new tokens per second over the whole batch, and the seconds.
 
-    python bench/generate.py [--max-new-tokens 32] [--model embedded]
+    python bench/generate.py [--max-new-tokens 32] [--model embedded] [--dtype int8] [--threads 1]
 """
 
 from __future__ import annotations
@@ -35,8 +35,17 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--model", default="embedded")
     parser.add_argument("--batches", default="1,8,32")
+    parser.add_argument("--dtype", default="auto", help="auto (float32 on CPU) | int8 | ...")
+    parser.add_argument("--threads", type=int, default=None, help="default: the free cores")
     args = parser.parse_args()
-    llm = make_llm(backend="local", model=args.model, cache="off", batch_size=64)
+    llm = make_llm(
+        backend="local",
+        model=args.model,
+        cache="off",
+        batch_size=64,
+        dtype=args.dtype,
+        threads=args.threads,
+    )
     llm.generate([prompt(0)], max_new_tokens=4)  # warm up
     for batch in (int(b) for b in args.batches.split(",")):
         prompts = [prompt(i) for i in range(batch)]
@@ -51,6 +60,8 @@ def main() -> None:
                     "new_tokens": tokens,
                     "seconds": round(seconds, 2),
                     "tokens_per_s": round(tokens / seconds, 1),
+                    # one decoding step of the batch (the prompt's prefill included)
+                    "ms_per_step": round(1000 * seconds * batch / tokens, 1),
                     "max_new_tokens": args.max_new_tokens,
                     "threads": torch.get_num_threads(),
                 }
