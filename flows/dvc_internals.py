@@ -31,17 +31,13 @@ if not callable(getattr(_yaml, "parse_yaml_for_update", None)) or not callable(
     )
 
 
-def _parse_lock(text, path):
-    """dvc.lock as plain data (DVC's safe parse: ruamel's C loader where installed)."""
-    return _yaml.parse_yaml(text, path)
-
-
 @contextmanager
 def plain_lock_parse() -> Iterator[None]:
-    """Within: DVC's read-modify-write of its YAML files parses them plainly (fast); for
-    ``dvc commit`` of pipeline stages that is dvc.lock alone."""
+    """Within: DVC's read-modify-write of its YAML files parses them with its own plain
+    parse (ruamel's C loader where installed); for ``dvc commit`` of pipeline stages that
+    is dvc.lock alone."""
     original = _yaml.parse_yaml_for_update
-    _yaml.parse_yaml_for_update = _parse_lock
+    _yaml.parse_yaml_for_update = _yaml.parse_yaml
     try:
         yield
     finally:

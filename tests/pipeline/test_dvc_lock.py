@@ -3,7 +3,7 @@ lock DVC writes with its own comment-keeping parse, byte for byte, and leaves dv
 
 from __future__ import annotations
 
-from contextlib import chdir
+from contextlib import chdir, nullcontext
 from pathlib import Path
 
 import pytest
@@ -62,12 +62,8 @@ def _commit_all(root: Path, plain: bool) -> None:
     for name in ("one", "two", "one"):
         if name == "one":
             (root / "out1" / "part").write_text(f"{name} {(root / 'dvc.lock').exists()}\n")
-        with chdir(root), Repo(".") as repo:
-            if plain:
-                with plain_lock_parse():
-                    repo.commit(name, force=True)
-            else:
-                repo.commit(name, force=True)
+        with chdir(root), Repo(".") as repo, plain_lock_parse() if plain else nullcontext():
+            repo.commit(name, force=True)
 
 
 def test_plain_parse_writes_dvcs_own_lock(tmp_path):
