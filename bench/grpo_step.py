@@ -8,7 +8,7 @@ the rest (old/ref log-probs, loss, backward, optimizer) and the total wall time.
 
     python bench/grpo_step.py [--steps 2] [--generations 8] [--max-new-tokens 32]
                               [--micro-batch 1] [--generation local] [--no-share-prompts]
-                              [--model CHECKPOINT]
+                              [--precision auto|float32|bfloat16] [--model CHECKPOINT]
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from stackelberg.agents.refiner import parse_refiner_output, refiner_messages
 from stackelberg.games import make_game
 from stackelberg.llm.embedded import ensure_checkpoint
 from stackelberg.training import GRPOSettings, train_refiner
+from stackelberg.training.grpo import train_precision
 
 BASES = [
     "I think Player 3 is lying about the vote.",
@@ -66,6 +67,7 @@ def run_steps(
     micro_batch: int | None = None,
     generation: str = "trl",
     share_prompts: bool = True,
+    precision: str = "auto",
 ) -> dict:
     """Train ``steps`` GRPO steps of the Refiner on ``model`` (a checkpoint folder) and time them."""
     n = steps * prompts_per_step
@@ -77,6 +79,7 @@ def run_steps(
         micro_batch=micro_batch,
         generation=generation,
         share_prompts=share_prompts,
+        precision=precision,
     )
     base = [BASES[i % len(BASES)] for i in range(n)]
     tokenizer = AutoTokenizer.from_pretrained(model)
@@ -103,6 +106,7 @@ def run_steps(
         "micro_batch": micro_batch,
         "generation": generation,
         "share_prompts": share_prompts,
+        "precision": train_precision(settings.precision, torch.cuda.is_available()),
         "step_s": round(step_s, 3),
         "generation_s_per_step": round(gen, 3),
         "reward_s_per_step": round(rew, 5),
@@ -133,6 +137,7 @@ def main() -> None:
         action="store_true",
         help="one row per completion in the log-probability forwards, as TRL does",
     )
+    parser.add_argument("--precision", default="auto", help="auto | float32 | bfloat16")
     parser.add_argument("--model", default=None, help="a checkpoint folder; default: embedded")
     args = parser.parse_args()
     row = run_steps(
@@ -144,6 +149,7 @@ def main() -> None:
         args.micro_batch,
         args.generation,
         not args.no_share_prompts,
+        args.precision,
     )
     print(json.dumps(row), flush=True)
 

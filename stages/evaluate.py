@@ -140,7 +140,7 @@ def tournaments(ctx, part: slice) -> dict:
     trained_refiner = refiner_config(ctx, trained=True)
     ctx.release_models("player", "labeler", also=(trained_refiner,))
     trained = ctx.params.for_game("grpo", ctx.game)
-    style = ctx.params.refiner_sampling(ctx.game).style
+    refiner = ctx.params.refiner_sampling(ctx.game)
     seeds = range(p.tournament_seed, p.tournament_seed + p.tournament_games)
     # Each seed draws its players' model (the same for every condition: pairs stay paired).
     model_of_seed = {s: draw_model(ctx.params.models.player, s).model_dump_json() for s in seeds}
@@ -169,10 +169,11 @@ def tournaments(ctx, part: slice) -> dict:
         llm_routes=routes,
         route_of_seed=model_of_seed.get,
         agent_options=p.agent_options(),
-        # The Refiner plays as it was trained: its prompt, completion limit, stop, sampling.
+        # The Refiner plays as it was trained: its prompt (and its budget, sample's, not the
+        # players'), completion limit, stop, sampling.
         refiner_options={
-            "max_prompt_tokens": p.max_prompt_tokens,
-            "style": style,
+            "max_prompt_tokens": refiner.max_prompt_tokens,
+            "style": refiner.style,
             "temperature": trained.temperature,
             "top_p": trained.top_p,
         },

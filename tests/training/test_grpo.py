@@ -35,7 +35,8 @@ PROMPTS = [
         {"role": "user", "content": "Rewrite: 'Player 1 is Merlin.'\nResponse: <your speech>"},
     ],
 ]
-TINY = GRPOSettings(num_generations=2, max_completion_length=8)
+# float32: the run's numbers are compared exactly (test_bf16_* trains in bfloat16)
+TINY = GRPOSettings(num_generations=2, max_completion_length=8, precision="float32")
 
 
 def longer_is_better(completions: list[str], instance_id: list[str]) -> list[float]:
@@ -78,7 +79,9 @@ def test_params_grpo_section_is_the_settings_class():
 
 
 def test_config_sets_the_paper_values_explicitly(tmp_path):
-    s = GRPOSettings(num_generations=8, prompts_per_step=3, beta=0.04, learning_rate=1e-6)
+    s = GRPOSettings(
+        num_generations=8, prompts_per_step=3, beta=0.04, learning_rate=1e-6, precision="float32"
+    )
     cfg = grpo_config(s, tmp_path, cuda=False)
     assert (cfg.beta, cfg.epsilon, cfg.loss_type, cfg.scale_rewards) == (0.04, 0.2, "grpo", "group")
     assert (cfg.learning_rate, cfg.num_train_epochs, cfg.num_generations) == (1e-6, 1.0, 8)
@@ -224,6 +227,42 @@ def test_saved_adapter_reproduces_logits(run, embedded_base):
             plain = loaded(input_ids=ids).logits
     assert torch.allclose(got, expected, atol=1e-5)
     assert not torch.allclose(plain, expected, atol=1e-6)  # the adapter does change the model
+
+
+@pytest.mark.slow
+def test_bf16_trains_the_lora_in_float32_on_a_frozen_bf16_base(embedded_base, tmp_path):
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    settings = TINY.model_copy(update={"precision": "bfloat16"})
+    result = train_refiner(
+        embedded_base,
+        PROMPTS,
+        {"instance_id": ["w-1", "a-7"]},
+        longer_is_better,
+        settings,
+        tmp_path / "adapter",
+    )
+    assert result.steps == 2 and all(math.isfinite(h["loss"]) for h in result.history)
+    fresh = AutoModelForCausalLM.from_pretrained(embedded_base, dtype=torch.bfloat16)
+    weights = fresh.state_dict()
+    for name, param in result.model.named_parameters():
+        if "lora_" in name:
+            assert param.dtype == torch.float32 and param.requires_grad, name
+        else:
+            key = name.removeprefix("base_model.model.").replace(".base_layer", "")
+            assert param.dtype == torch.bfloat16 and torch.equal(param.detach(), weights[key])
+    loaded = PeftModel.from_pretrained(fresh, result.adapter_dir).eval()
+    ids = torch.tensor([[1, 2040, 314, 253, 1345, 30, 198, 15125, 42, 339]])
+    # the trainer's forward runs under bfloat16 autocast (accelerate's mixed precision)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = result.model.eval()(input_ids=ids).logits.float()
+        got = loaded(input_ids=ids).logits.float()
+        with loaded.disable_adapter():
+            plain = loaded(input_ids=ids).logits.float()
+    assert torch.equal(got, expected)  # the saved adapter is the trained one
+    assert not torch.allclose(plain, expected, atol=0.1)  # and it changes the model
 
 
 @pytest.mark.slow

@@ -12,7 +12,12 @@ import pytest
 from pydantic import ValidationError
 
 from stackelberg.params import Params
-from stackelberg.training.grpo import GRPOSettings, grpo_config, grpo_config_args
+from stackelberg.training.grpo import (
+    GRPOSettings,
+    grpo_config,
+    grpo_config_args,
+    train_precision,
+)
 from stackelberg.training.launch import (
     LaunchError,
     accelerate_config,
@@ -145,12 +150,36 @@ def test_each_process_takes_its_share_of_the_step(tmp_path):
     assert cfg.per_device_train_batch_size * 2 * cfg.steps_per_generation == 8
 
 
-def test_a_gpu_trains_in_bf16_with_bf16_weights(tmp_path):
+def test_bf16_trains_in_mixed_precision_with_bf16_weights(tmp_path):
     args = grpo_config_args(GRPOSettings(), tmp_path, cuda=True, bf16=True)
     assert args["bf16"] and not args["use_cpu"] and not args["fp16"]
     assert args["model_init_kwargs"] == {"dtype": "bfloat16"}
     cpu = grpo_config_args(GRPOSettings(), tmp_path, cuda=False, bf16=True)
-    assert not cpu["bf16"] and cpu["use_cpu"] and cpu["model_init_kwargs"] == {"dtype": "float32"}
+    assert cpu["bf16"] and cpu["use_cpu"] and cpu["model_init_kwargs"] == {"dtype": "bfloat16"}
+    f32 = grpo_config_args(GRPOSettings(), tmp_path, cuda=False, bf16=False)
+    assert not f32["bf16"] and f32["model_init_kwargs"] == {"dtype": "float32"}
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_auto_precision_is_bf16_where_the_device_computes_it_natively(
+    tmp_path, monkeypatch, native
+):
+    import torch
+
+    from stackelberg.llm.local import loading
+
+    monkeypatch.setattr(loading, "native_bf16", lambda: native)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: not native)
+    expected = "bfloat16" if native else "float32"
+    assert train_precision("auto", cuda=False) == expected
+    assert train_precision("auto", cuda=True) == ("float32" if native else "bfloat16")
+    for cuda in (True, False):
+        assert train_precision("float32", cuda) == "float32"
+        assert train_precision("bfloat16", cuda) == "bfloat16"
+    args = grpo_config_args(GRPOSettings(), tmp_path, cuda=False)
+    assert args["bf16"] == native and args["model_init_kwargs"] == {"dtype": expected}
+    pinned = grpo_config_args(GRPOSettings(precision="float32"), tmp_path, cuda=False)
+    assert not pinned["bf16"]
 
 
 def test_vllm_server_mode_is_handed_to_trl(tmp_path):
