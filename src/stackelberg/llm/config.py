@@ -94,7 +94,7 @@ class LLMConfig(Settings):
         ge=0,
         description="local: memory for the keys/values of prompt prefixes that later prompts "
         "reuse, one budget for all local models of a process (the largest asked for); "
-        "null: 1/48 of the machine's memory, at most 4096",
+        "null: 1/96 of the machine's memory, at most 4096",
     )
 
     @model_validator(mode="after")
