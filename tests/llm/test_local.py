@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -209,3 +211,15 @@ def test_bfloat16_if_native_follows_the_cpu(monkeypatch):
     monkeypatch.setattr(loading, "native_bf16", lambda: False)
     assert loading.weights_dtype("bfloat16_if_native", cpu) == "float32"
     assert loading.weights_dtype("bfloat16_if_native", gpu) == "bfloat16"
+
+
+def test_a_cpu_backend_caps_onednn_kernels_unless_the_user_did(monkeypatch):
+    from stackelberg.llm import make_llm
+    from stackelberg.llm.local import loading
+
+    monkeypatch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", raising=False)
+    make_llm(backend="local", model="embedded", cache="off", dtype="int8")
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == loading.ONEDNN_CACHE_CAPACITY
+    monkeypatch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "1024")
+    loading.bound_onednn_cache()
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "1024"

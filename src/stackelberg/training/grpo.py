@@ -537,8 +537,10 @@ def train_refiner(
         # Load-aware thread count, as for inference: two threads on two busy cores run
         # generation 10-30x slower than one.
         from stackelberg.llm.local import set_threads
+        from stackelberg.llm.local.loading import bound_onednn_cache
 
         set_threads(None)
+        bound_onednn_cache()  # bfloat16 training: a kernel per shape
 
     from datasets import Dataset
     from peft import LoraConfig

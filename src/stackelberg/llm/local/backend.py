@@ -19,7 +19,12 @@ from stackelberg.llm.embedded import EMBEDDED_NAME, GGUF_FILE, ensure_checkpoint
 from stackelberg.llm.errors import ConfigError, ContextLengthError
 from stackelberg.llm.local import decode, scoring
 from stackelberg.llm.local.hf_internals import allow_grouped_kv_attention
-from stackelberg.llm.local.loading import adapter_digest, load_model, weights_dtype
+from stackelberg.llm.local.loading import (
+    adapter_digest,
+    bound_onednn_cache,
+    load_model,
+    weights_dtype,
+)
 from stackelberg.llm.local.model import LocalModel
 from stackelberg.llm.local.prefill import (
     BLOCK_TOKENS,
@@ -102,6 +107,7 @@ class LocalBackend(Backend):
         if self.device.type == "cpu":
             set_threads(threads)
             allow_grouped_kv_attention()
+            bound_onednn_cache()
         mb = auto_prefix_cache_mb() if prefix_cache_mb is None else prefix_cache_mb
         PROCESS_BUDGET.max_bytes = max(PROCESS_BUDGET.max_bytes, mb * 2**20)
         self._weights = _weights(path, model, dtype, self.device, adapter)

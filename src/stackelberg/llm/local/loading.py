@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -80,6 +81,18 @@ def native_bf16() -> bool:
     except OSError:
         pass
     return False
+
+
+#: oneDNN primitives (bfloat16 matmul kernels, one per shape) a process keeps. Sequence
+#: lengths vary, so shapes seldom repeat, and at oneDNN's default of 1024 each GRPO stage of
+#: the default left ~0.15 GiB more resident memory (four in a row: 1.99 vs 1.55 GiB after)
+ONEDNN_CACHE_CAPACITY = "16"
+
+
+def bound_onednn_cache() -> None:
+    """Cap oneDNN's primitive cache (CPU bfloat16) before its first kernel: oneDNN reads the
+    variable once, at first use; a value already set wins."""
+    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", ONEDNN_CACHE_CAPACITY)
 
 
 def weights_dtype(dtype: str, device: torch.device) -> str:
