@@ -80,8 +80,8 @@ def machine_memory_bytes() -> int:
 
 
 #: the budget when none is configured: 1/96 of the machine's memory, at most 4 GiB (a
-#: 24 GB machine: 256 MiB; the default's Avalon tournament reuses 98% of the tokens that
-#: 512 MiB reuses, in a peak 0.3 GiB lower)
+#: 24 GB machine: 256 MiB, room for the prompts of the default's tournament tables; twice
+#: that reused 2% more of the Avalon tournament's tokens, for 0.3 GiB more memory)
 def auto_prefix_cache_mb() -> int:
     total = machine_memory_bytes()
     return min(4096, total // 96 // 2**20) if total else 256
