@@ -122,7 +122,7 @@ class GRPOSettings(Settings):
         "auto",
         description="the policy's weights and compute: bfloat16 (mixed precision, the LoRA "
         "weights float32) or float32; auto: bfloat16 on a GPU that has it and on a CPU that "
-        "computes it natively (AVX512-BF16, AMX: the step ~1.9x faster there), else float32",
+        "computes it natively (AVX512-BF16, AMX: a step ~1.4x faster there), else float32",
     )
     generation: Generation = Field(
         "trl",
