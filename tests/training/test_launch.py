@@ -282,3 +282,13 @@ def test_the_grpo_stage_refuses_a_launch_without_gpus_before_starting_anything(t
         stage.work(ctx, {"label": "train", "ids": ["w-1"]})
     # the launched processes get the stage's context as the stage holds it
     assert pickle.loads(pickle.dumps((ctx, ["w-1"]))) == (ctx, ["w-1"])
+
+
+def test_bf16_training_on_a_gpu_without_bf16_is_refused_in_one_line(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)
+    with pytest.raises(LaunchError, match="grpo.precision bfloat16: this GPU"):
+        check_machine(GRPOSettings(precision="bfloat16"), gpus=1)
+    check_machine(GRPOSettings(precision="auto"), gpus=1)  # auto falls back to float32
+    check_machine(GRPOSettings(precision="bfloat16"), gpus=0)  # a CPU emulates it

@@ -340,6 +340,12 @@ def machine_problem(settings: GRPOSettings, gpus: int) -> str | None:
             "grpo.use_vllm needs vllm installed beside TRL in this environment (in server "
             "mode too: TRL sends the weights through it); see pyproject.toml's gpu extra"
         )
+    if (
+        settings.precision == "bfloat16"
+        and gpus
+        and train_precision("auto", cuda=True) != "bfloat16"
+    ):
+        return "grpo.precision bfloat16: this GPU does not compute bfloat16 (set auto or float32)"
     return None
 
 
