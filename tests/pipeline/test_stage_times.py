@@ -3,6 +3,8 @@ the memory peak."""
 
 from __future__ import annotations
 
+import pytest
+
 from flows.pipeline import stage_order, stage_time_table
 
 
@@ -43,3 +45,27 @@ def test_stages_run_in_dvc_yaml_order_with_sample_score_grpo_game_by_game():
         for stage in graph.nodes:
             for needed in nx.descendants(graph, stage):
                 assert position[needed.addressing] < position[stage.addressing]
+
+
+@pytest.mark.slow
+def test_stage_subflows_send_no_heartbeats_of_their_own():
+    """A heartbeat thread costs its flow run up to a second at the end; the stages run
+    inside the pipeline's flow, whose heartbeats already cover them."""
+    from prefect import flow
+    from prefect.settings import get_current_settings
+
+    from flows.pipeline import no_subflow_heartbeats
+
+    @flow
+    def stage_like() -> int | None:
+        return get_current_settings().flows.heartbeat_frequency
+
+    @flow
+    def pipeline_like() -> tuple[int | None, int | None]:
+        with no_subflow_heartbeats():
+            inside = stage_like()
+        return inside, get_current_settings().flows.heartbeat_frequency
+
+    inside, outside = pipeline_like()
+    assert inside is None
+    assert outside is not None  # the pipeline's own flow, and everything after it, keep them

@@ -380,3 +380,31 @@ def test_a_trl_without_the_wrapped_steps_fails_with_one_line():
     with pytest.raises(UnsupportedTRLError, match="has no _calculate_rewards") as err:
         check_trl(Renamed)
     assert "\n" not in str(err.value)
+
+
+def test_the_prompt_dataset_prints_nothing_and_holds_what_datasets_would(monkeypatch):
+    """datasets' own fingerprint disassembles a helper with print while holding stdout;
+    under Prefect's log_prints those prints became lines of every GRPO run's log."""
+    import builtins
+
+    from datasets import Dataset
+
+    from stackelberg.training.grpo import prompt_dataset
+
+    columns = {"instance_id": ["w-1", "w-2"], "desired": ['["a"]', "[]"], "weight": [1.0, 2.5]}
+    printed = []
+    real = builtins.print
+
+    def spy(*args, **kwargs):
+        if kwargs.get("file") is None:  # where Prefect's patched print logs
+            printed.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(builtins, "print", spy)
+    ours = prompt_dataset(PROMPTS, columns)
+    assert printed == []
+    theirs = Dataset.from_dict({"prompt": PROMPTS, **columns})
+    assert printed  # what it replaced prints: the test can tell
+    assert ours.features == theirs.features
+    assert ours.to_list() == theirs.to_list()
+    assert prompt_dataset(PROMPTS, columns)._fingerprint == ours._fingerprint

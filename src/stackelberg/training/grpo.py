@@ -11,6 +11,7 @@ renamed into place, so a killed run leaves the previous adapter or none, never h
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import inspect
 import json
@@ -512,6 +513,21 @@ def grpo_config_args(
     )
 
 
+def prompt_dataset(prompts: Sequence[str], columns: Mapping[str, Sequence[Any]]):
+    """The trainer's dataset: the prompts and the reward function's columns.
+
+    Fingerprinted here: datasets' own fingerprint pickles the table with dill, which
+    disassembles a helper with ``print`` while it holds stdout, and where print is patched
+    (Prefect's ``log_prints``) that bytecode became a dozen lines of every GRPO run's log.
+    """
+    from datasets import Dataset
+    from datasets.table import InMemoryTable
+
+    table = {"prompt": list(prompts), **{k: list(v) for k, v in columns.items()}}
+    digest = hashlib.sha256(json.dumps(table, sort_keys=True).encode()).hexdigest()
+    return Dataset(InMemoryTable.from_pydict(table), fingerprint=digest[:16])
+
+
 def train_refiner(
     base_model: str | Path,
     prompts: list[list[dict]],
@@ -548,7 +564,6 @@ def train_refiner(
         set_threads(None)
         bound_onednn_cache()  # bfloat16 training: a kernel per shape
 
-    from datasets import Dataset
     from peft import LoraConfig
     from transformers import AutoTokenizer
 
@@ -557,9 +572,7 @@ def train_refiner(
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
-        dataset = Dataset.from_dict(
-            {"prompt": list(prompts), **{k: list(v) for k, v in columns.items()}}
-        )
+        dataset = prompt_dataset(prompts, columns)
         steps_log = StepLog(on_step)
         stop_ids = stop_token_ids(AutoTokenizer.from_pretrained(base), stop) if stop else []
         rollout = None
