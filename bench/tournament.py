@@ -40,12 +40,25 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=["discussion_rounds=1"])
     parser.add_argument("--model", default="embedded")
     parser.add_argument("--dtype", default="float32", help="float32 | int8 | ...")
+    parser.add_argument(
+        "--prefix-cache-mb", type=int, default=None, help="the prefix store (default: auto)"
+    )
     args = parser.parse_args()
-    llm = make_llm(backend="local", model=args.model, cache="off", batch_size=64, dtype=args.dtype)
+    llm = make_llm(
+        backend="local",
+        model=args.model,
+        cache="off",
+        batch_size=64,
+        dtype=args.dtype,
+        prefix_cache_mb=args.prefix_cache_mb,
+    )
+    store = llm.prefix_store
+    computed = {}
     options = dict(kv.split("=", 1) for kv in args.set)
 
     def play(batch: int) -> tuple[float, list[dict]]:
         llm.clear_prefix_cache()
+        hits, misses = store.hits, store.misses
         start = time.perf_counter()
         records = play_matrix(
             args.game,
@@ -62,7 +75,9 @@ def main() -> None:
             options=options,
             batch_games=batch,
         )
-        return time.perf_counter() - start, records
+        seconds = time.perf_counter() - start
+        computed[batch] = (store.hits - hits, store.misses - misses)
+        return seconds, records
 
     sequential, seq_records = play(1)
     batched, bat_records = play(args.games)
@@ -77,6 +92,10 @@ def main() -> None:
                 "speedup": round(sequential / batched, 2),
                 "same_games": seq_records == bat_records,
                 "decisions": sum(r["decisions"] for r in bat_records),
+                # prompt tokens the prefix store served / computed, each way
+                "sequential_reused_computed": computed[1],
+                "batched_reused_computed": computed[args.games],
+                "prefix_cache_mb": store.max_bytes // 2**20,
                 "threads": torch.get_num_threads(),
                 "dtype": args.dtype,
             }
