@@ -94,3 +94,47 @@ def test_history_start_moves_forward_in_steps_so_consecutive_prompts_share_it():
     assert starts == sorted(starts) and starts[-1] > 0  # forward only
     moves = sum(a != b for a, b in zip(starts, starts[1:], strict=False))
     assert moves <= len(starts) // 2  # a cut holds for several prompts, not one line at a time
+
+
+class _Recorder(_Counter):
+    """A pretend backend: a fixed speech, the first option; it keeps each batch's kinds."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+
+    def run_batch(self, requests):
+        from stackelberg.llm.base import GenerateRequest
+
+        self.batches.append([type(r).__name__ for r in requests])
+        return [
+            ["I trust Player 2."] * r.n
+            if isinstance(r, GenerateRequest)
+            else [[-float(i)] for i in range(len(r.continuations))]
+            for r in requests
+        ]
+
+
+def test_tables_that_generate_wait_for_the_others_one_pass_requests():
+    """Decoding is many passes, scoring one: a table that speaks waits until every other
+    table speaks too (or is over), so that speeches decode side by side; the games are
+    the ones each table plays alone."""
+
+    def tables(llm, seeds):
+        return [
+            Table(
+                make_game("avalon", {}),
+                [make_agent("direct", "avalon", llm=llm, max_prompt_tokens=900) for _ in range(6)],
+                seed=s,
+            )
+            for s in seeds
+        ]
+
+    together = _Recorder()
+    records = play_tables(tables(together, range(4)), together)
+    alone = [play_tables(tables(_Recorder(), [s]), _Recorder())[0] for s in range(4)]
+    assert records == alone
+    kinds = [set(batch) for batch in together.batches]
+    assert {"GenerateRequest"} in kinds and {"ScoreRequest"} in kinds
+    assert all(len(k) == 1 for k in kinds)  # never a speech beside a one-pass request
+    speeches = [len(b) for b in together.batches if b[0] == "GenerateRequest"]
+    assert max(speeches) == 4  # all four tables' speeches in one batch

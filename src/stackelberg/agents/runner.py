@@ -2,8 +2,10 @@
 
 Agents answer a decision either directly or with a generator that yields lists of LLM
 requests and receives their results. ``play_tables`` advances every table until each one
-waits on an LLM (or is finished), sends all waiting requests to the backend in one
+waits on an LLM (or is finished), sends the waiting requests to the backend in one
 ``run_batch`` call, and repeats, so that the requests of many games share forward passes.
+Requests that take one pass (scoring, a policy) go first; tables that wait on generation
+are answered together once no other table waits on a one-pass request.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from stackelberg.agents.base import Agent
 from stackelberg.agents.prompting import REASONING
 from stackelberg.games.base import SPEAK, Game
+from stackelberg.llm.base import GenerateRequest
 
 
 def agent_rng(seed: int, player: int) -> random.Random:
@@ -154,22 +157,29 @@ def play_tables(
     while waiting:
         if llm is None:
             raise RuntimeError("an agent asked for an LLM but no backend was given")
-        order = list(waiting)
+        # Tables that wait on generation wait until every other table waits on generation
+        # too (or is over): their decoding then runs as one batch, where answering every
+        # table each round decoded one speech at a time beside the others' one-pass requests.
+        order = [i for i in waiting if not any(map(_generates, waiting[i]))] or list(waiting)
         flat = [r for i in order for r in waiting[i]]
         answers = run_requests(llm, flat)
         pos = 0
-        next_waiting: dict[int, list[Any]] = {}
         for i in order:
             n = len(waiting[i])
             req = tables[i].advance(answers[pos : pos + n])
             pos += n
             if req is None:
+                del waiting[i]
                 if on_finish:
                     on_finish(tables[i])
             else:
-                next_waiting[i] = req
-        waiting = next_waiting
+                waiting[i] = req
     return [t.record() for t in tables]
+
+
+def _generates(request: Any) -> bool:
+    """Whether a request decodes tokens (many passes), not one pass (scoring, a policy)."""
+    return isinstance(request.request if isinstance(request, Routed) else request, GenerateRequest)
 
 
 def play_game(
