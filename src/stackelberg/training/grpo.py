@@ -513,7 +513,7 @@ def grpo_config_args(
     )
 
 
-def prompt_dataset(prompts: Sequence[str], columns: Mapping[str, Sequence[Any]]):
+def prompt_dataset(prompts: Sequence[Any], columns: Mapping[str, Sequence[Any]]):
     """The trainer's dataset: the prompts and the reward function's columns.
 
     Fingerprinted here: datasets' own fingerprint pickles the table with dill, which
@@ -524,7 +524,7 @@ def prompt_dataset(prompts: Sequence[str], columns: Mapping[str, Sequence[Any]])
     from datasets.table import InMemoryTable
 
     table = {"prompt": list(prompts), **{k: list(v) for k, v in columns.items()}}
-    digest = hashlib.sha256(json.dumps(table, sort_keys=True).encode()).hexdigest()
+    digest = hashlib.sha256(json.dumps(table, sort_keys=True, default=repr).encode()).hexdigest()
     return Dataset(InMemoryTable.from_pydict(table), fingerprint=digest[:16])
 
 
