@@ -10,6 +10,7 @@ from stackelberg.agents.prompting import clean_speech, option_label
 from stackelberg.agents.runner import Table, play_tables
 from stackelberg.games import ConfigError, make_game
 from stackelberg.games.onuw import ROLE_TEAM, TEAM_ORDER
+from stackelberg.llm.base import GenerateRequest
 
 
 def test_option_labels_and_speech_cleaning():
@@ -103,8 +104,6 @@ class _Recorder(_Counter):
         self.batches: list[list[str]] = []
 
     def run_batch(self, requests):
-        from stackelberg.llm.base import GenerateRequest
-
         self.batches.append([type(r).__name__ for r in requests])
         return [
             ["I trust Player 2."] * r.n

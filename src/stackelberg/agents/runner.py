@@ -130,9 +130,7 @@ def run_requests(llm: Any, requests: list[Any]) -> list[Any]:
     for route, idx in groups.items():
         if route not in llm:
             raise RuntimeError(f"no backend for route {route!r}; have: {', '.join(llm)}")
-        batch = [
-            requests[i].request if isinstance(requests[i], Routed) else requests[i] for i in idx
-        ]
+        batch = [_unrouted(requests[i]) for i in idx]
         for i, a in zip(idx, llm[route].run_batch(batch), strict=True):
             answers[i] = a
     return answers
@@ -177,9 +175,14 @@ def play_tables(
     return [t.record() for t in tables]
 
 
+def _unrouted(request: Any) -> Any:
+    """The request itself, whichever backend it names."""
+    return request.request if isinstance(request, Routed) else request
+
+
 def _generates(request: Any) -> bool:
     """Whether a request decodes tokens (many passes), not one pass (scoring, a policy)."""
-    return isinstance(request.request if isinstance(request, Routed) else request, GenerateRequest)
+    return isinstance(_unrouted(request), GenerateRequest)
 
 
 def play_game(
