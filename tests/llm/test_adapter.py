@@ -1,4 +1,5 @@
-"""A LoRA adapter folder merges into the local backend and gets its own cache identity."""
+"""A LoRA adapter folder runs in the local backend beside the base's shared weights and gets
+its own cache identity."""
 
 from __future__ import annotations
 
@@ -45,3 +46,65 @@ def test_adapter_is_local_only_and_must_exist(tmp_path):
         make_llm(backend="openai", model="m", adapter=str(tmp_path))
     with pytest.raises(ModelNotFoundError, match=r"is not a PEFT adapter folder$"):
         make_llm(backend="local", cache="off", adapter=str(tmp_path))
+
+
+def test_adapter_runs_beside_the_shared_weights_as_if_merged(local_llm, adapter_dir):
+    """float32: the same log-probabilities as the adapter merged in, and no second copy of
+    the base: the adapter's layers wrap the modules the plain backend runs."""
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    tuned = make_llm(backend="local", cache="off", adapter=str(adapter_dir))
+    layer = tuned.lm.model.layers[0].self_attn
+    assert layer.q_proj.base_layer is local_llm.lm.model.layers[0].self_attn.q_proj
+    assert tuned.lm.model.embed_tokens is local_llm.lm.model.embed_tokens
+    assert tuned.lm.lm_head is local_llm.lm.lm_head
+    base = AutoModelForCausalLM.from_pretrained(ensure_checkpoint(), dtype=torch.float32)
+    merged = PeftModel.from_pretrained(base, str(adapter_dir)).merge_and_unload().eval()
+    ids = local_llm.tokenizer("The village votes for Player 2.", return_tensors="pt").input_ids
+    with torch.no_grad():
+        expected = torch.log_softmax(merged(ids).logits, -1)
+        got = torch.log_softmax(tuned.lm(ids).logits, -1)
+    assert torch.allclose(got, expected, atol=2e-4)
+
+
+@pytest.mark.slow
+def test_int8_adapter_keeps_the_update_that_int8_would_round_away(tmp_path):
+    """int8: each adapted layer is the int8 base's (the players' module) plus the float32
+    LoRA update, however small; merged and quantized, an update far below the int8 step
+    leaves almost every int8 weight as it was."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(ensure_checkpoint(), dtype=torch.float32)
+    model = get_peft_model(base, LoraConfig(r=4, target_modules=["q_proj"]))
+    for name, p in model.named_parameters():
+        if "lora_B" in name:
+            p.data.fill_(1e-4)  # an update of ~1e-4 a weight, as two GRPO steps make
+    model.save_pretrained(tmp_path)
+    players = make_llm(backend="local", cache="off", dtype="int8")
+    tuned = make_llm(backend="local", cache="off", dtype="int8", adapter=str(tmp_path))
+    q = tuned.lm.model.layers[0].self_attn.q_proj
+    assert q.base_layer is players.lm.model.layers[0].self_attn.q_proj
+    x = torch.randn(3, q.base_layer.in_features, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        update = q.lora_B["default"](q.lora_A["default"](x)) * q.scaling["default"]
+        assert update.abs().max() > 0
+        assert torch.equal(q(x), q.base_layer(x) + update)
+    step = q.base_layer.weight().q_scale()
+    delta = (q.lora_B["default"].weight @ q.lora_A["default"].weight) * q.scaling["default"]
+    assert delta.abs().max() < 0.1 * step  # merged, int8 would round it away
+
+
+def test_only_plain_lora_adapters_run_beside(tmp_path):
+    from peft import LoraConfig
+
+    from stackelberg.llm.local.loading import plain_lora
+
+    for name, extra, plain in [
+        ("plain", {}, True),
+        ("dora", {"use_dora": True}, False),
+        ("saved", {"modules_to_save": ["lm_head"]}, False),
+    ]:
+        LoraConfig(r=4, target_modules=["q_proj"], **extra).save_pretrained(tmp_path / name)
+        assert plain_lora(str(tmp_path / name)) is plain, name

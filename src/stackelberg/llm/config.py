@@ -81,7 +81,9 @@ class LLMConfig(Settings):
         None, gt=0, description="override the model's context window"
     )
     adapter: str | None = Field(
-        None, description="local: a PEFT LoRA adapter folder merged into the model"
+        None,
+        description="local: a PEFT LoRA adapter folder, run beside the model's shared weights "
+        "(merged in where it holds more than LoRA matrices)",
     )
     scores: bool | None = Field(
         None,

@@ -23,6 +23,8 @@ from stackelberg.llm.local.loading import (
     adapter_digest,
     bound_onednn_cache,
     load_model,
+    lora_beside,
+    plain_lora,
     weights_dtype,
 )
 from stackelberg.llm.local.model import LocalModel
@@ -45,6 +47,8 @@ class _Weights:
     lm: Any
     net: LocalModel
     prefiller: Prefiller
+    #: the weights an adapter runs beside (kept alive while the adapter's are)
+    base: _Weights | None = None
 
     @property
     def prefix_store(self) -> PrefixStore:
@@ -56,12 +60,19 @@ _LOADED: weakref.WeakValueDictionary[tuple, _Weights] = weakref.WeakValueDiction
 
 
 def _weights(path: str, model: str, dtype: str, device: torch.device, adapter: str | None):
+    """The loaded weights of a checkpoint, with a plain LoRA adapter beside the base's
+    shared weights (its other adapters merged in at load)."""
     key = (path, dtype, adapter_digest(adapter) if adapter else None, str(device))
     if (loaded := _LOADED.get(key)) is None:
-        tokenizer, lm = load_model(path, model, dtype, device, adapter)
+        base = None
+        if adapter and plain_lora(adapter):
+            base = _weights(path, model, dtype, device, None)
+            tokenizer, lm = base.tokenizer, lora_beside(base.lm, adapter)
+        else:
+            tokenizer, lm = load_model(path, model, dtype, device, adapter)
         net = LocalModel(tokenizer, lm, device)
         store = PrefixStore(block=BLOCK_TOKENS, budget=PROCESS_BUDGET)
-        loaded = _Weights(tokenizer, lm, net, Prefiller(net, store))
+        loaded = _Weights(tokenizer, lm, net, Prefiller(net, store), base)
         _LOADED[key] = loaded
     return loaded
 

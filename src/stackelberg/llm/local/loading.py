@@ -1,5 +1,5 @@
-"""Loading a checkpoint for the local backend: the weights, a LoRA adapter merged in, int8,
-and a half-precision copy of a float32 checkpoint kept in the cache.
+"""Loading a checkpoint for the local backend: the weights, a LoRA adapter beside them (or
+merged in), int8, and a half-precision copy of a float32 checkpoint kept in the cache.
 
 Everything that decides which weights run (and so names them in the response cache) is
 here; nothing is downloaded, so a missing model is one clear error.
@@ -38,10 +38,58 @@ def adapter_digest(adapter: str) -> str:
 
 
 def merge_adapter(lm: Any, adapter: str) -> Any:
-    """The model with a LoRA adapter merged in (inference runs at the base model's speed)."""
+    """The model with a LoRA adapter merged in (inference runs at the base model's speed):
+    for adapters :func:`lora_beside` cannot keep apart (DoRA, whole modules saved)."""
     from peft import PeftModel
 
     return PeftModel.from_pretrained(lm, adapter).merge_and_unload()
+
+
+def plain_lora(adapter: str) -> bool:
+    """Whether an adapter is LoRA matrices only: nothing but ``lora_A``/``lora_B`` beside
+    the layers it adapts (no DoRA magnitudes, no whole modules saved, no trained tokens)."""
+    from peft import LoraConfig, PeftConfig
+
+    config = PeftConfig.from_pretrained(adapter)
+    return (
+        isinstance(config, LoraConfig)
+        and not config.use_dora
+        and not config.modules_to_save
+        and not getattr(config, "trainable_token_indices", None)
+        and not getattr(config, "target_parameters", None)
+        and getattr(config, "lora_bias", False) is False
+    )
+
+
+def lora_beside(lm: Any, adapter: str) -> Any:
+    """``lm`` with a plain LoRA adapter beside its weights, not merged into them: PEFT's
+    LoRA layers (their matrices float32) around ``lm``'s own modules, which are shared, not
+    copied, so ``lm`` still runs without the adapter for whoever else uses it.
+
+    Why not merged: int8 and bfloat16 round the merged weights, and a LoRA update is
+    smaller than their step (the embedded default's GRPO moves a weight by at most 2% of
+    its int8 step: merged and quantized, 0.13% of the int8 weights changed, the rest of the
+    update was rounded away). Beside the weights it is kept whole, and one loaded copy of
+    the base serves the players, the untrained Refiner and every trained one.
+    """
+    from accelerate import init_empty_weights
+    from peft import PeftModel
+
+    with init_empty_weights():
+        skeleton = AutoModelForCausalLM.from_config(lm.config)
+    # PEFT puts LoRA matrices where the layer they adapt lives: give the skeleton storage
+    # that is allocated but never written or read (no page of it becomes resident); its
+    # layers are replaced by lm's below.
+    skeleton.to_empty(device="cpu")
+    tuned = PeftModel.from_pretrained(skeleton, adapter).get_base_model()
+    shared = dict(lm.named_modules())
+    for name, module in list(tuned.named_modules()):
+        if not name or ".lora_" in name or next(module.children(), None) is not None:
+            continue  # the adapter's own, or a container
+        parent, _, child = name.rpartition(".")
+        setattr(tuned.get_submodule(parent), child, shared[name.removesuffix(".base_layer")])
+    device = next(lm.parameters()).device
+    return tuned.to(device).eval()
 
 
 def quantize_int8(lm: Any) -> Any:
