@@ -281,7 +281,8 @@ def refiner_outputs(ctx, reward: dict, trained: dict, records: list[dict]) -> di
     if candidates.exists():
         limit = ctx.params.for_game("sample", ctx.game).max_new_tokens
         df = read_dataset(candidates, "candidates")
-        out["sample"] = dataset_rates(ctx.llm("refiner"), df, limit)
+        # counted by the trained Refiner, loaded already: the base's tokenizer, no reload
+        out["sample"] = dataset_rates(ctx.model(refiner_config(ctx, True)), df, limit)
     out["grpo"] = training_rates(trained["history"], trained.get("completions_per_step", 0))
     for name in ("before", "after"):
         if f"{name}_outputs" in reward:

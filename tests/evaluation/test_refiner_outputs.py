@@ -41,6 +41,7 @@ def ctx(tmp_path):
         section=params.sample,
         path=lambda stage="sample": paths[stage],
         llm=lambda role: WordTokens(),
+        model=lambda config: WordTokens(),
     )
 
 
@@ -91,6 +92,7 @@ def test_rates_reach_metrics_mlflow_and_the_summary(ctx, sampled):
         {"refined": 1, "refiner_ended": 0, "refiner_parsed": 1},
         {},
     ]
+    ctx = SimpleNamespace(**vars(ctx) | {"section": ctx.params.evaluate})  # evaluate's
     runs = evaluate.refiner_outputs(ctx, reward, trained, games)
     assert list(runs) == ["sample", "grpo", "held_out_before", "held_out_after", "tournament"]
     assert runs["tournament"] == {"completions": 4, "ended_rate": 0.75, "parse_rate": 0.75}
