@@ -108,3 +108,11 @@ def test_only_plain_lora_adapters_run_beside(tmp_path):
     ]:
         LoraConfig(r=4, target_modules=["q_proj"], **extra).save_pretrained(tmp_path / name)
         assert plain_lora(str(tmp_path / name)) is plain, name
+
+
+def test_an_adapter_of_another_model_is_one_clear_error(local_llm, tmp_path):
+    from peft import LoraConfig
+
+    LoraConfig(r=4, target_modules=["c_attn"]).save_pretrained(tmp_path)  # GPT-2's layer
+    with pytest.raises(ModelNotFoundError, match=r"does not fit this model \(Target modules"):
+        make_llm(backend="local", cache="off", adapter=str(tmp_path))
