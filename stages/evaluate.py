@@ -100,7 +100,8 @@ def held_out_reward(ctx) -> dict:
     out, samples = {}, {}
     # The Refiners sample first, beside the players only: the Measurer and the Refiner base
     # left by earlier stages (one copy in float32, two when the Measurer has its own dtype)
-    # make room for the trained Refiner's loading, and the Measurer comes back after.
+    # make room for loading the Refiners' base (read in float32, then int8; the trained
+    # one runs its adapter beside the same weights), and the Measurer comes back after.
     ctx.release_models(
         "player", "labeler", also=(refiner_config(ctx, False), refiner_config(ctx, True))
     )
@@ -109,7 +110,7 @@ def held_out_reward(ctx) -> dict:
         samples[name] = sample_candidates(refiner, views, settings, seeds)
         out[f"{name}_outputs"] = output_rates([c for cands in samples[name] for c in cands])
     # Both Refiners sample before the Measurer loads, and what loading them freed (the
-    # trained one's float32 weights before int8) goes back first: the stage's peak memory.
+    # base's float32 weights before int8) goes back first: the stage's peak memory.
     ctx.release_models("measurer", "player", "labeler", also=(refiner_config(ctx, True),))
     measurer = ctx.llm("measurer")
     room = settings.max_new_tokens  # a candidate's room in the Measurer's window
