@@ -53,7 +53,7 @@ VIEWER_FOLDER = "games"
 
 def refiner_config(ctx, trained: bool) -> LLMConfig:
     """The Refiner as tournaments play it (``evaluate.refiner_dtype``), untrained or with this
-    game's trained adapter merged in: the held-out reward compares the two as they play."""
+    game's trained adapter beside its weights: the held-out reward compares the two as they play."""
     dtype = ctx.section.refiner_dtype
     update = ({"adapter": str(ctx.path("grpo"))} if trained else {}) | (
         {"dtype": dtype} if dtype != "auto" else {}
