@@ -5,8 +5,8 @@ loaded in ``--dtype`` as the players run it, each way loads a game's trained Ref
 (models/refiner/GAME) in a fresh process and reports the seconds it took, what it added to
 the resident memory, and, merged, the share of the quantized weights the update changed and
 its largest change in units of the int8 step (what rounding leaves of it). Memory is
-reported as loaded and after freed heap pages go back to the system (``malloc_trim``). One JSON line
-per way and repeat, alternating.
+reported as loaded and after freed heap pages go back to the system (``malloc_trim``).
+One JSON line per way and repeat, alternating.
 
     python bench/adapter.py [--game werewolf] [--dtype int8] [--repeats 2]
 """

@@ -45,6 +45,12 @@ def merge_adapter(lm: Any, adapter: str) -> Any:
     return PeftModel.from_pretrained(lm, adapter).merge_and_unload()
 
 
+def _first_line(err: BaseException) -> str:
+    """A library error in one line: its message's first line, else its type's name."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
 def plain_lora(adapter: str) -> bool:
     """Whether an adapter is LoRA matrices only: nothing but ``lora_A``/``lora_B`` beside
     the layers it adapts (no DoRA magnitudes, no whole modules saved, no trained tokens)."""
@@ -90,9 +96,8 @@ def lora_beside(lm: Any, adapter: str) -> Any:
             parent, _, child = name.rpartition(".")
             setattr(tuned.get_submodule(parent), child, shared[name.removesuffix(".base_layer")])
     except (ValueError, RuntimeError, KeyError) as err:  # another model's adapter
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ModelNotFoundError(
-            f"local backend: adapter {adapter!r} does not fit this model ({first})"
+            f"local backend: adapter {adapter!r} does not fit this model ({_first_line(err)})"
         ) from None
     device = next(lm.parameters()).device
     return tuned.to(device).eval()
@@ -245,7 +250,7 @@ def load_model(
         raise ModelNotFoundError(
             f"local backend: cannot load model {model!r}: not {where} with a checkpoint "
             f"(nothing is downloaded on this machine); use 'embedded' or a checkpoint path "
-            f"({str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__})"
+            f"({_first_line(err)})"
         ) from None
     if adapter:
         lm = merge_adapter(lm, adapter)
