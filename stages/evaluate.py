@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from contextlib import nullcontext
 from itertools import zip_longest
 
 from stackelberg.agents import LLM_AGENT_KINDS
@@ -37,6 +38,7 @@ from stackelberg.evaluation.plots import (
 from stackelberg.evaluation.tournament import matrix_games, parse_condition, play_matrix
 from stackelberg.io import atomic_writer
 from stackelberg.llm import LLMConfig
+from stackelberg.llm.local.threads import BackgroundLane
 from stackelberg.params import draw_model
 from stackelberg.persuasion.candidates import dataset_rates, output_rates, sample_candidates
 from stackelberg.persuasion.measurer import measure
@@ -46,6 +48,9 @@ from stackelberg.training.grpo import output_rates as training_rates
 from stackelberg.viewer import Entry, render_pages, write_pages
 
 METRICS = "metrics.json"
+HELD_OUT = "held_out_reward"
+#: the route of a scored game's LLM evaluator among ``tournament_routes``
+JUDGE = "judge"
 RL_INS = RLInstructedAgent.kind
 #: the viewer pages of a few tournament games, beside the metrics
 VIEWER_FOLDER = "games"
@@ -62,22 +67,28 @@ def refiner_config(ctx, trained: bool) -> LLMConfig:
 
 
 def plan(ctx) -> list[dict]:
-    """The held-out reward, then the tournament games in batches of ``batch_games`` tables
-    (each batch a work item, played with its LLM calls batched; batches run in parallel
-    on a cluster)."""
+    """The held-out reward with the first batch of tournament tables, then the other
+    batches of ``batch_games`` tables (each a work item, played with its LLM calls batched;
+    on a cluster, items run in parallel). In the first item the Measurer scores the held-out
+    candidates beside the tables (``held_out_beside_tournament``)."""
     p = ctx.section
-    items = [{"label": "held_out_reward"}]
     games = len(tournament_games(ctx)) if p.tournament_games else 0
+    items = []
     for start in range(0, games, p.batch_games):
         stop = min(start + p.batch_games, games)
         items.append({"label": f"tournament games {start}-{stop - 1}", "tables": [start, stop]})
+    if not items:
+        return [{"label": HELD_OUT, "held_out": True}]
+    items[0] |= {"label": f"{HELD_OUT}, {items[0]['label']}", "held_out": True}
     return items
 
 
 def work(ctx, item) -> dict:
-    if item["label"] == "held_out_reward":
+    if not item.get("held_out"):
+        return tournaments(ctx, slice(*item["tables"]))
+    if "tables" not in item:
         return held_out_reward(ctx)
-    return tournaments(ctx, slice(*item["tables"]))
+    return held_out_beside_tournament(ctx, slice(*item["tables"]))
 
 
 def tournament_games(ctx) -> list:
@@ -88,16 +99,47 @@ def tournament_games(ctx) -> list:
 
 
 def held_out_reward(ctx) -> dict:
+    """The held-out Measurer reward of both Refiners, one after the other."""
+    sampled = held_out_samples(ctx)
+    return held_out_scores(ctx, held_out_measurer(ctx), sampled)
+
+
+def held_out_beside_tournament(ctx, part: slice) -> dict:
+    """The held-out reward and the tournament games ``part``: the Refiners sample first,
+    then the Measurer scores their candidates in a ``BackgroundLane`` while the tables play.
+    A tournament decodes a token at a time for a few tables, which leaves most of the second
+    core idle; the Measurer's forward passes use it. Each side keeps its own prompt-prefix
+    blocks, so neither changes what the other computes. A Measurer that the tables also use
+    (one backend, or one store) scores after them instead."""
+    sampled = held_out_samples(ctx)
+    if not sampled:
+        return tournaments(ctx, part) | held_out_scores(ctx, None, sampled)
+    measurer = held_out_measurer(ctx, also=(refiner_config(ctx, trained=True),))
+    routes = tournament_routes(ctx, keep=("measurer",))
+    store = getattr(measurer, "prefix_store", None)
+    if any(route is measurer for route in routes.values()) or (
+        store is not None
+        and any(getattr(route, "prefix_store", None) is store for route in routes.values())
+    ):
+        return tournaments(ctx, part, routes) | held_out_scores(ctx, measurer, sampled)
+    with store.own_budget() if store is not None else nullcontext():
+        with BackgroundLane(held_out_scores, ctx, measurer, sampled) as lane:
+            played = tournaments(ctx, part, routes)
+        return played | lane.join()
+
+
+def held_out_samples(ctx) -> dict:
+    """The test instances and both Refiners' candidates for them, sampled before the
+    Measurer loads (``{}`` without test instances)."""
     p = ctx.section
     df = of_split(read_dataset(ctx.path("label"), "intents"), "test")
     if df.is_empty():
-        return {"before": [], "after": []}
+        return {}
     rows, views = ctx.instances("intents", df["instance_id"].to_list())
     # Both Refiners prompted and stopped as the trained one plays.
     settings = ctx.params.refiner_sampling(ctx.game).model_copy(update={"n": p.n})
     seeds = [seed_of(r["instance_id"]) + 7_919 * (p.seed + 1) for r in rows]
-    score = ctx.params.for_game("score", ctx.game)
-    out, samples = {}, {}
+    out = {"rows": rows, "views": views, "room": settings.max_new_tokens}
     # The Refiners sample first, beside the players only: the Measurer and the Refiner base
     # left by earlier stages (one copy in float32, two when the Measurer has its own dtype)
     # make room for loading the Refiners' base (read in float32, then int8; the trained
@@ -107,23 +149,39 @@ def held_out_reward(ctx) -> dict:
     )
     for name, trained in (("before", False), ("after", True)):
         refiner = ctx.model(refiner_config(ctx, trained))
-        samples[name] = sample_candidates(refiner, views, settings, seeds)
-        out[f"{name}_outputs"] = output_rates([c for cands in samples[name] for c in cands])
-    # Both Refiners sample before the Measurer loads, and what loading them freed (the
-    # base's float32 weights before int8) goes back first: the stage's peak memory.
-    ctx.release_models("measurer", "player", "labeler", also=(refiner_config(ctx, True),))
-    measurer = ctx.llm("measurer")
-    room = settings.max_new_tokens  # a candidate's room in the Measurer's window
-    # Both Refiners' candidates of an instance in one Measurer call: one context for the
-    # pair, computed once.
+        out[name] = sample_candidates(refiner, views, settings, seeds)
+        out[f"{name}_outputs"] = output_rates([c for cands in out[name] for c in cands])
+    return out
+
+
+def held_out_measurer(ctx, also: tuple[LLMConfig, ...] = ()):
+    """The Measurer, loaded once both Refiners have sampled: what loading them freed (the
+    base's float32 weights before int8) goes back first (the stage's peak memory); ``also``
+    stays loaded (the trained Refiner, for tables that play next)."""
+    ctx.release_models("measurer", "player", "labeler", also=also)
+    return ctx.llm("measurer")
+
+
+def held_out_scores(ctx, measurer, sampled: dict, pace=lambda: None) -> dict:
+    """Each instance's mean reward per Refiner, and the Refiners' output rates. Both
+    Refiners' candidates of an instance in one Measurer call: one context for the pair,
+    computed once. ``pace`` runs between instances (a ``BackgroundLane``'s)."""
+    if not sampled:
+        return {"before": [], "after": []}
+    score = ctx.params.for_game("score", ctx.game)
+    rows, views = sampled["rows"], sampled["views"]
     bar = progress(len(rows), f"evaluate@{ctx.game} held-out", "instance")
+    out = {f"{n}_outputs": sampled[f"{n}_outputs"] for n in ("before", "after")}
     out["before"], out["after"] = [], []
     for row, view, before, after in zip(
-        rows, views, samples["before"], samples["after"], strict=True
+        rows, views, sampled["before"], sampled["after"], strict=True
     ):
+        pace()
         cands = [*before, *after]
         texts = score.texts([c.raw for c in cands], [c.utterance for c in cands])
-        parts, _ = measure(measurer, view, texts, row["desired"], row["undesired"], score, room)
+        parts, _ = measure(
+            measurer, view, texts, row["desired"], row["undesired"], score, sampled["room"]
+        )
         rewards = [x.reward for x in parts]
         out["before"].append(sum(rewards[: len(before)]) / len(before))
         out["after"].append(sum(rewards[len(before) :]) / len(after))
@@ -132,24 +190,19 @@ def held_out_reward(ctx) -> dict:
     return out
 
 
-def tournaments(ctx, part: slice) -> dict:
-    """The games ``part`` of the tournaments. The first ``viewer_games`` of each condition
-    keep their game record: among them are the games of this part that ``finish`` picks
-    for viewer pages, from the whole tournament."""
+def tournament_routes(ctx, keep: tuple[str, ...] = ()) -> dict:
+    """What the tables play with, by route: the players' models, the trained Refiner, the
+    policies of the tactics, strategist and lspo stages. Loaded after every other model
+    but those of ``keep`` (roles) is dropped: the held-out reward's untrained Refiner
+    leaves room for the tables."""
     p = ctx.section
-    # The held-out reward's Measurer and untrained Refiner leave room for the tables.
     trained_refiner = refiner_config(ctx, trained=True)
-    ctx.release_models("player", "labeler", also=(trained_refiner,))
-    trained = ctx.params.for_game("grpo", ctx.game)
-    refiner = ctx.params.refiner_sampling(ctx.game)
-    seeds = range(p.tournament_seed, p.tournament_seed + p.tournament_games)
-    # Each seed draws its players' model (the same for every condition: pairs stay paired).
-    model_of_seed = {s: draw_model(ctx.params.models.player, s).model_dump_json() for s in seeds}
+    ctx.release_models("player", "labeler", *keep, also=(trained_refiner,))
     played = {parse_condition(c) for c in (*p.conditions, p.opponent)}
     routes = {}
     if any(kind in LLM_AGENT_KINDS for kind, _ in played):  # only the models seats play with
         routes = {
-            key: ctx.model(LLMConfig.model_validate_json(key)) for key in model_of_seed.values()
+            key: ctx.model(LLMConfig.model_validate_json(key)) for key in seat_models(ctx).values()
         }
     if any(refined for _, refined in played):
         routes["refiner"] = ctx.model(trained_refiner)
@@ -160,7 +213,35 @@ def tournaments(ctx, part: slice) -> dict:
         routes[STRATEGIST_ROUTE] = load_value(ctx.path("strategist"))  # the strategist stage's
     if LSPOAgent.kind in kinds:
         routes[LSPO_ROUTE] = load_lspo_policy(ctx.path("lspo"))  # the lspo stage's
-    judged = (p.options or {}).get("evaluator") == "llm"
+    if judged(ctx):  # a scored game's LLM evaluator: models.labeler (a list: one model drawn)
+        routes[JUDGE] = ctx.model(draw_model(ctx.params.models.labeler, p.tournament_seed))
+    return routes
+
+
+def seat_models(ctx) -> dict[int, str]:
+    """Each seed's players' model (drawn per seed, the same for every condition: pairs stay
+    paired), as the config's JSON."""
+    p = ctx.section
+    seeds = range(p.tournament_seed, p.tournament_seed + p.tournament_games)
+    return {s: draw_model(ctx.params.models.player, s).model_dump_json() for s in seeds}
+
+
+def judged(ctx) -> bool:
+    return (ctx.section.options or {}).get("evaluator") == "llm"
+
+
+def tournaments(ctx, part: slice, routes: dict | None = None) -> dict:
+    """The games ``part`` of the tournaments (``routes``: ``tournament_routes``', loaded
+    here when not given). The first ``viewer_games`` of each condition keep their game
+    record: among them are the games of this part that ``finish`` picks for viewer pages,
+    from the whole tournament."""
+    p = ctx.section
+    routes = dict(tournament_routes(ctx) if routes is None else routes)
+    judge = routes.pop(JUDGE, None)
+    trained = ctx.params.for_game("grpo", ctx.game)
+    refiner = ctx.params.refiner_sampling(ctx.game)
+    seeds = range(p.tournament_seed, p.tournament_seed + p.tournament_games)
+    model_of_seed = seat_models(ctx)
     records = play_matrix(
         ctx.game,
         p.conditions,
@@ -183,8 +264,7 @@ def tournaments(ctx, part: slice) -> dict:
         keep_games=True,  # a few become viewer pages; a scored game's LLM evaluator reads them
         part=part,
     )
-    if judged:  # a scored game's LLM evaluator: models.labeler (a list: one model drawn)
-        judge = ctx.model(draw_model(ctx.params.models.labeler, p.tournament_seed))
+    if judge is not None:
         # Seeded per character by its place in the whole tournament, as if judged at once.
         first = part.start * len(records[0]["players"])
         counts = judge_tournament(judge, records, seed=p.seed + first)
@@ -193,7 +273,7 @@ def tournaments(ctx, part: slice) -> dict:
         kept[r["condition"]] += 1
         if kept[r["condition"]] > p.viewer_games:
             del r["game_record"]
-    return {"records": records} | ({"judge": counts} if judged else {})
+    return {"records": records} | ({"judge": counts} if judge is not None else {})
 
 
 def viewer_picks(records: list[dict], n: int) -> list[int]:
@@ -223,8 +303,8 @@ def finish(ctx, results) -> dict:
     import mlflow
 
     p = ctx.section
-    reward = results[0]
-    records = [r for part in results[1:] for r in part["records"]]
+    reward = results[0]  # the first item's: the held-out reward (and the first tables)
+    records = [r for part in results for r in part.get("records", [])]
     viewed = [
         {
             "record": records[i]["game_record"],

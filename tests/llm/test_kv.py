@@ -92,6 +92,25 @@ def test_stores_on_one_budget_evict_each_others_least_recently_used_blocks():
     assert budget.bytes == 80 == player.bytes and len(labeler) == 0
 
 
+def test_a_store_on_its_own_budget_neither_evicts_nor_is_evicted_by_the_shared_ones():
+    block = torch.zeros(10)  # 40 bytes
+    budget = PrefixBudget(max_bytes=80)
+    measurer, player = PrefixStore(budget=budget), PrefixStore(budget=budget)
+    measurer.put(b"old", block.clone())
+    with measurer.own_budget():
+        assert len(measurer) == 0 and budget.bytes == 0  # emptied: its blocks left the budget
+        measurer.put(b"m1", block.clone())
+        measurer.put(b"m2", block.clone())
+        player.put(b"p1", block.clone())
+        player.put(b"p2", block.clone())
+        # each side fills a budget of the shared one's size; none of its blocks went
+        assert measurer.cached([b"m1", b"m2"]) == 2 and player.cached([b"p1", b"p2"]) == 2
+        assert budget.bytes == 80 == player.bytes and measurer.budget is not budget
+        assert measurer.budget.max_bytes == budget.max_bytes
+    assert measurer.budget is budget and len(measurer) == 0  # emptied again, back on the shared
+    assert budget.bytes == 80 and player.cached([b"p1", b"p2"]) == 2
+
+
 def test_pad_groups_cut_where_padding_would_exceed_the_slack():
     assert pad_groups([]) == []
     assert pad_groups([10, 10, 11, 12]) == [(0, 4)]  # 48 padded for 43 real

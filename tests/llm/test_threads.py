@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextvars
+import threading
+
 import pytest
 import torch
 
@@ -46,3 +49,41 @@ def test_a_configured_count_is_taken_as_given(monkeypatch):
 def test_busy_cores_elsewhere_leaves_out_this_process():
     # 100 ticks on 2 cores: 150 busy, 100 of them this process's: 0.5 cores elsewhere
     assert threads.busy_cores_elsewhere((0, 0, 0), (200, 150, 100), 2) == pytest.approx(0.5)
+
+
+def test_a_background_lane_works_on_one_thread_until_the_caller_is_done(monkeypatch):
+    torch.set_num_threads(2)
+    caller_done = threading.Event()
+    seen = []
+
+    def work(x, pace):
+        seen.append(torch.get_num_threads())  # paced before it starts
+        caller_done.wait(timeout=60)
+        pace()
+        seen.append(torch.get_num_threads())
+        return x + 1
+
+    with threads.BackgroundLane(work, 41) as lane:
+        assert torch.get_num_threads() == 2  # the caller keeps its threads
+    caller_done.set()
+    assert lane.join() == 42
+    assert seen == [1, 2]
+    assert torch.get_num_threads() == 2
+
+
+def test_a_background_lanes_error_is_raised_by_join():
+    def work(pace):
+        raise ValueError("the Measurer failed")
+
+    with threads.BackgroundLane(work) as lane:
+        pass
+    with pytest.raises(ValueError, match="the Measurer failed"):
+        lane.join()
+
+
+def test_a_background_lane_carries_the_callers_context():
+    run = contextvars.ContextVar("run", default=None)
+    run.set("the stage's run")
+    with threads.BackgroundLane(lambda pace: run.get()) as lane:
+        pass
+    assert lane.join() == "the stage's run"

@@ -100,11 +100,12 @@ def by_threads(tmp_path_factory):
 
 def test_the_thread_runner_plays_the_stages_in_items(by_threads):
     outputs, items, _ = by_threads
-    # three self-play items; the held-out reward and three batches of tournament tables
+    # three self-play items; three batches of tournament tables, the held-out reward with
+    # the first
     assert items == {
         "selfplay": [3, 0],
-        "evaluate": [4, 0],
-        "evaluate again": [4, 4],
+        "evaluate": [3, 0],
+        "evaluate again": [3, 3],
         "selfplay again": [3, 3],
     }
     assert f"data/selfplay/{GAME}.parquet" in outputs

@@ -15,7 +15,8 @@ import hashlib
 import os
 from array import array
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 import torch
@@ -150,6 +151,22 @@ class PrefixStore:
         self.budget.bytes -= self.bytes
         self._blocks.clear()
         self.bytes = 0
+
+    @contextmanager
+    def own_budget(self) -> Iterator[None]:
+        """This store alone in a budget of the shared one's size, emptied before and after:
+        for work in another thread beside the stores of the shared budget. Neither side
+        evicts the other's blocks, so what each computes (reused blocks round differently)
+        does not depend on how the two threads interleave, and the shared budget's
+        bookkeeping is never touched from two threads."""
+        shared = self.budget
+        self.clear()
+        self.budget = PrefixBudget(shared.max_bytes)
+        try:
+            yield
+        finally:
+            self.clear()
+            self.budget = shared
 
 
 class Prefill(NamedTuple):

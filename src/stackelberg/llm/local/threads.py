@@ -2,13 +2,18 @@
 
 Torch takes every core by default; on a shared machine that is slower than fewer threads,
 because a parallel region waits on whichever of its threads another process descheduled.
+A ``BackgroundLane`` runs work beside the caller's on the core its decoding leaves idle.
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
+import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -81,3 +86,55 @@ def set_threads(threads: int | None) -> None:
         threads = min(cores, max(1, round(cores - _persistently_busy(cores))))
     torch.set_num_threads(max(1, threads))
     log.info("local backend: %d torch threads", torch.get_num_threads())
+
+
+class BackgroundLane:
+    """``fn(*args, pace=...)`` in a daemon thread beside the caller's own work.
+
+    The caller's small-batch decoding (a tournament's tables) leaves most of a second core
+    idle; a lane on one torch thread uses it, and once the caller is done (the ``with``
+    block ends) the lane's next ``pace()`` gives it the caller's threads. ``fn`` calls
+    ``pace`` between its units of work. Prefect's run context goes with the lane (its logs
+    reach the run); its exception is raised by ``join``. A daemon: an interrupted caller
+    does not wait for it.
+    """
+
+    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
+        self._threads = torch.get_num_threads()
+        self._caller_busy = threading.Event()
+        self._outcome: tuple[bool, Any] | None = None
+        context = contextvars.copy_context()
+        self._thread = threading.Thread(
+            target=context.run, args=(self._run, fn, args), name="background-lane", daemon=True
+        )
+
+    def pace(self) -> None:
+        """In the lane: one thread while the caller works, the caller's threads after."""
+        want = 1 if self._caller_busy.is_set() else self._threads
+        if torch.get_num_threads() != want:
+            torch.set_num_threads(want)
+
+    def _run(self, fn: Callable[..., Any], args: tuple) -> None:
+        try:
+            self.pace()
+            self._outcome = (True, fn(*args, pace=self.pace))
+        except BaseException as exc:  # raised in the caller, by join
+            self._outcome = (False, exc)
+
+    def __enter__(self) -> BackgroundLane:
+        self._caller_busy.set()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._caller_busy.clear()
+
+    def join(self) -> Any:
+        """The lane's result, once it ends (its exception, raised here)."""
+        self._thread.join()
+        torch.set_num_threads(self._threads)  # the lane's setting is also torch's default
+        assert self._outcome is not None
+        ok, value = self._outcome
+        if not ok:
+            raise value
+        return value

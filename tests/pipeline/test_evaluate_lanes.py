@@ -1,0 +1,95 @@
+"""The evaluate stage's first item: the Measurer scores the held-out candidates in a
+background lane, on one thread and its own prefix budget, while the tables play; with a
+Measurer that the tables also use, after them in the stage's thread. Models are stand-ins."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+import stages.evaluate as evaluate
+from flows import context
+from stackelberg.llm.local import PrefixBudget, PrefixStore
+from stackelberg.params import Params
+
+
+class Backend:
+    def __init__(self, budget: PrefixBudget) -> None:
+        self.prefix_store = PrefixStore(budget=budget)
+
+
+@pytest.fixture
+def stage(monkeypatch):
+    torch.set_num_threads(2)
+    budget = PrefixBudget(max_bytes=1000)
+    measurer, player = Backend(budget), Backend(budget)
+    cand = SimpleNamespace(raw="I was home.", utterance="I was home.")
+    sampled = {
+        "rows": [{"desired": ["a"], "undesired": ["b"]}] * 2,
+        "views": [None, None],
+        "room": 8,
+        "before": [[cand, cand]] * 2,
+        "after": [[cand, cand]] * 2,
+        "before_outputs": {},
+        "after_outputs": {},
+    }
+    seen = {"scored": threading.Event(), "measure": [], "play": []}
+
+    def measure(llm, view, texts, desired, undesired, settings, room):
+        seen["measure"].append(
+            (threading.current_thread().name, torch.get_num_threads(), llm.prefix_store.budget)
+        )
+        seen["scored"].set()
+        return [SimpleNamespace(reward=float(i)) for i in range(len(texts))], 0
+
+    def play_matrix(*args, **kwargs):
+        # the lane scores while the tables play (without it, this waits out its timeout)
+        seen["play"].append((threading.current_thread().name, seen["scored"].wait(timeout=20)))
+        return [{"condition": "direct", "camp": "village", "players": [], "win": True}]
+
+    monkeypatch.setattr(evaluate, "held_out_samples", lambda ctx: sampled)
+    monkeypatch.setattr(evaluate, "held_out_measurer", lambda ctx, also=(): measurer)
+    monkeypatch.setattr(evaluate, "measure", measure)
+    monkeypatch.setattr(evaluate, "play_matrix", play_matrix)
+    ctx = context.StageContext("evaluate", "werewolf", Params())
+    yield ctx, measurer, player, budget, seen
+    torch.set_num_threads(2)
+
+
+def test_the_measurer_scores_beside_the_tables_on_one_thread(monkeypatch, stage):
+    ctx, measurer, player, budget, seen = stage
+    monkeypatch.setattr(evaluate, "tournament_routes", lambda ctx, keep=(): {"p": player})
+    out = evaluate.held_out_beside_tournament(ctx, slice(0, 1))
+    assert seen["play"] == [(threading.current_thread().name, True)]
+    lanes = {(name, threads) for name, threads, _ in seen["measure"]}
+    assert lanes == {("background-lane", 1)}
+    assert all(b is not budget for _, _, b in seen["measure"])  # its own budget meanwhile
+    assert measurer.prefix_store.budget is budget  # and the shared one after
+    assert out["before"] == [0.5, 0.5] and out["after"] == [2.5, 2.5]
+    assert [r["win"] for r in out["records"]] == [True]
+    assert torch.get_num_threads() == 2
+
+
+def test_a_measurer_the_tables_play_with_scores_after_them(monkeypatch, stage):
+    ctx, measurer, player, budget, seen = stage
+    monkeypatch.setattr(evaluate, "tournament_routes", lambda ctx, keep=(): {"p": measurer})
+    out = evaluate.held_out_beside_tournament(ctx, slice(0, 1))
+    here = threading.current_thread().name
+    assert seen["play"] == [(here, False)]  # nothing scored while the tables played
+    assert {name for name, _, _ in seen["measure"]} == {here}
+    assert out["before"] == [0.5, 0.5] and [r["win"] for r in out["records"]] == [True]
+
+
+def test_the_first_item_holds_the_held_out_reward_and_the_first_tables():
+    conditions = ["direct", "refiner+direct"]  # x 2 camps x 2 seeds: 8 games
+    params = Params(evaluate={"batch_games": 3, "tournament_games": 2, "conditions": conditions})
+    items = evaluate.plan(context.StageContext("evaluate", "werewolf", params))
+    assert [item.get("tables") for item in items] == [[0, 3], [3, 6], [6, 8]]
+    assert [bool(item.get("held_out")) for item in items] == [True, False, False]
+    none = Params(evaluate={"tournament_games": 0})
+    assert evaluate.plan(context.StageContext("evaluate", "werewolf", none)) == [
+        {"label": "held_out_reward", "held_out": True}
+    ]
