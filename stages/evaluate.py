@@ -162,10 +162,10 @@ def held_out_measurer(ctx, also: tuple[LLMConfig, ...] = ()):
     return ctx.llm("measurer")
 
 
-def held_out_scores(ctx, measurer, sampled: dict, pace=lambda: None) -> dict:
+def held_out_scores(ctx, measurer, sampled: dict) -> dict:
     """Each instance's mean reward per Refiner, and the Refiners' output rates. Both
     Refiners' candidates of an instance in one Measurer call: one context for the pair,
-    computed once. ``pace`` runs between instances (a ``BackgroundLane``'s)."""
+    computed once."""
     if not sampled:
         return {"before": [], "after": []}
     score = ctx.params.for_game("score", ctx.game)
@@ -176,7 +176,6 @@ def held_out_scores(ctx, measurer, sampled: dict, pace=lambda: None) -> dict:
     for row, view, before, after in zip(
         rows, views, sampled["before"], sampled["after"], strict=True
     ):
-        pace()
         cands = [*before, *after]
         texts = score.texts([c.raw for c in cands], [c.utterance for c in cands])
         parts, _ = measure(

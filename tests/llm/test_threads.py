@@ -51,28 +51,41 @@ def test_busy_cores_elsewhere_leaves_out_this_process():
     assert threads.busy_cores_elsewhere((0, 0, 0), (200, 150, 100), 2) == pytest.approx(0.5)
 
 
-def test_a_background_lane_works_on_one_thread_until_the_caller_is_done(monkeypatch):
+def test_a_background_lane_and_its_caller_share_the_threads_until_one_is_done():
     torch.set_num_threads(2)
     caller_done = threading.Event()
     seen = []
 
-    def work(x, pace):
-        seen.append(torch.get_num_threads())  # paced before it starts
+    def work(x):
+        seen.append(torch.get_num_threads())
         caller_done.wait(timeout=60)
-        pace()
+        threads.pace()  # as the local backend does before each forward pass
         seen.append(torch.get_num_threads())
         return x + 1
 
     with threads.BackgroundLane(work, 41) as lane:
-        assert torch.get_num_threads() == 2  # the caller keeps its threads
+        assert torch.get_num_threads() == 1
     caller_done.set()
     assert lane.join() == 42
-    assert seen == [1, 2]
+    assert seen == [1, 2]  # one thread beside the caller, both once the caller was done
     assert torch.get_num_threads() == 2
 
 
+def test_the_caller_gets_every_thread_once_the_lane_is_done():
+    torch.set_num_threads(2)
+    with threads.BackgroundLane(lambda: "scored") as lane:
+        lane._thread.join()  # the lane has ended
+        threads.pace()
+        assert torch.get_num_threads() == 2
+    assert lane.join() == "scored"
+    threads.pace()  # outside a lane: nothing changes
+    torch.set_num_threads(1)
+    threads.pace()
+    assert torch.get_num_threads() == 1
+
+
 def test_a_background_lanes_error_is_raised_by_join():
-    def work(pace):
+    def work():
         raise ValueError("the Measurer failed")
 
     with threads.BackgroundLane(work) as lane:
@@ -81,9 +94,22 @@ def test_a_background_lanes_error_is_raised_by_join():
         lane.join()
 
 
+def test_a_failing_caller_waits_for_its_lane_so_that_a_retry_can_start_one():
+    torch.set_num_threads(2)
+    go = threading.Event()
+    with pytest.raises(RuntimeError, match="a table failed"):
+        with threads.BackgroundLane(go.wait, 60):
+            go.set()
+            raise RuntimeError("a table failed")
+    assert torch.get_num_threads() == 2
+    with threads.BackgroundLane(lambda: "again") as lane:
+        pass
+    assert lane.join() == "again"
+
+
 def test_a_background_lane_carries_the_callers_context():
     run = contextvars.ContextVar("run", default=None)
     run.set("the stage's run")
-    with threads.BackgroundLane(lambda pace: run.get()) as lane:
+    with threads.BackgroundLane(run.get) as lane:
         pass
     assert lane.join() == "the stage's run"

@@ -35,7 +35,7 @@ from stackelberg.llm.local.prefill import (
     PrefixStore,
     auto_prefix_cache_mb,
 )
-from stackelberg.llm.local.threads import set_threads
+from stackelberg.llm.local.threads import pace, set_threads
 
 
 @dataclass
@@ -180,6 +180,7 @@ class LocalBackend(Backend):
         ids = [self.prompt_ids(p) for p in prompts]
         for i, x in zip(ids, params, strict=True):
             self._check_length(len(i) + x.max_new_tokens, "prompt + max_new_tokens")
+        pace()
         yield from decode.generate(self.prefiller, ids, ns, seeds, params, self.batch_size)
 
     # ---- scoring --------------------------------------------------------------------------------
@@ -205,6 +206,7 @@ class LocalBackend(Backend):
         self, context: Prompt, candidates: list[str], responses: list[str], joiner: str
     ) -> Iterator[tuple[int, int, list[float]]]:
         ctx, cands, resps = self._piece_ids(context, candidates, responses, joiner)
+        pace()
         yield from scoring.score_nested(self.prefiller, ctx, cands, resps)
 
     @torch.inference_mode()
@@ -220,6 +222,7 @@ class LocalBackend(Backend):
                     "first token has nothing to be predicted from; give a non-empty prefix"
                 )
             self._check_length(len(i) + max(map(len, cs), default=0), "prefix + continuation")
+        pace()
         return scoring.score_many(self.prefiller, ctx, conts, self.batch_size)
 
     @torch.inference_mode()

@@ -88,51 +88,83 @@ def set_threads(threads: int | None) -> None:
     log.info("local backend: %d torch threads", torch.get_num_threads())
 
 
-class BackgroundLane:
-    """``fn(*args, pace=...)`` in a daemon thread beside the caller's own work.
+#: while a ``BackgroundLane`` runs: the caller's threads, and how many sides still work
+_LANES = {"threads": 0, "busy": 0}
+_LANES_LOCK = threading.Lock()
 
-    The caller's small-batch decoding (a tournament's tables) leaves most of a second core
-    idle; a lane on one torch thread uses it, and once the caller is done (the ``with``
-    block ends) the lane's next ``pace()`` gives it the caller's threads. ``fn`` calls
-    ``pace`` between its units of work. Prefect's run context goes with the lane (its logs
-    reach the run); its exception is raised by ``join``. A daemon: an interrupted caller
-    does not wait for it.
+
+def pace() -> None:
+    """Torch threads for the calling thread, before each forward pass of a local model:
+    while a ``BackgroundLane`` and its caller both work, an equal share of the caller's
+    threads each; the side still working after the other ends gets them all. Outside a
+    lane: nothing (the count ``set_threads`` chose stays)."""
+    with _LANES_LOCK:
+        threads, busy = _LANES["threads"], _LANES["busy"]
+    if threads:
+        want = max(1, threads // max(1, busy))
+        if torch.get_num_threads() != want:
+            torch.set_num_threads(want)
+
+
+def _lane_side_done() -> None:
+    with _LANES_LOCK:
+        _LANES["busy"] -= 1
+
+
+class BackgroundLane:
+    """``fn(*args)`` in a daemon thread beside the caller's work (the ``with`` block).
+
+    A tournament decodes a token at a time for a few tables, which leaves most of a second
+    core idle, and one decoding thread is not much slower than two; the lane's forward
+    passes use that core. Each side runs on its share of the threads (``pace``, called by
+    the local backend), and the side that finishes last gets them all. Prefect's run
+    context goes with the lane (its logs reach the run); its exception is raised by
+    ``join``. A daemon: an interrupted caller does not wait for it. One lane at a time.
     """
 
     def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
-        self._threads = torch.get_num_threads()
-        self._caller_busy = threading.Event()
         self._outcome: tuple[bool, Any] | None = None
         context = contextvars.copy_context()
         self._thread = threading.Thread(
             target=context.run, args=(self._run, fn, args), name="background-lane", daemon=True
         )
 
-    def pace(self) -> None:
-        """In the lane: one thread while the caller works, the caller's threads after."""
-        want = 1 if self._caller_busy.is_set() else self._threads
-        if torch.get_num_threads() != want:
-            torch.set_num_threads(want)
-
     def _run(self, fn: Callable[..., Any], args: tuple) -> None:
         try:
-            self.pace()
-            self._outcome = (True, fn(*args, pace=self.pace))
+            pace()
+            self._outcome = (True, fn(*args))
         except BaseException as exc:  # raised in the caller, by join
             self._outcome = (False, exc)
+        finally:
+            _lane_side_done()
 
     def __enter__(self) -> BackgroundLane:
-        self._caller_busy.set()
+        with _LANES_LOCK:
+            if _LANES["threads"]:
+                raise RuntimeError("a BackgroundLane is running already")
+            _LANES.update(threads=torch.get_num_threads(), busy=2)
+        pace()
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self._caller_busy.clear()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        _lane_side_done()
+        if exc_type is not None and not issubclass(exc_type, KeyboardInterrupt | SystemExit):
+            self.join_quietly()  # a retry must not meet this lane still at work
+
+    def join_quietly(self) -> None:
+        """Wait for the lane and give the caller its threads back, its outcome unread."""
+        self._thread.join()
+        with _LANES_LOCK:
+            threads = _LANES["threads"]
+            _LANES.update(threads=0, busy=0)
+        if threads:
+            torch.set_num_threads(threads)
 
     def join(self) -> Any:
-        """The lane's result, once it ends (its exception, raised here)."""
-        self._thread.join()
-        torch.set_num_threads(self._threads)  # the lane's setting is also torch's default
+        """The lane's result, once it ends (its exception, raised here); the caller's
+        threads back."""
+        self.join_quietly()
         assert self._outcome is not None
         ok, value = self._outcome
         if not ok:
