@@ -94,8 +94,12 @@ def work(ctx, item) -> dict:
 def tournament_games(ctx) -> list:
     """Every game of the tournaments (``matrix_games``), in the order they are played."""
     p = ctx.section
-    seeds = range(p.tournament_seed, p.tournament_seed + p.tournament_games)
-    return matrix_games(ctx.game, p.conditions, seeds, p.camps or None, p.options)
+    return matrix_games(ctx.game, p.conditions, tournament_seeds(ctx), p.camps or None, p.options)
+
+
+def tournament_seeds(ctx) -> range:
+    p = ctx.section
+    return range(p.tournament_seed, p.tournament_seed + p.tournament_games)
 
 
 def held_out_reward(ctx) -> dict:
@@ -117,9 +121,9 @@ def held_out_beside_tournament(ctx, part: slice) -> dict:
     measurer = held_out_measurer(ctx, also=(refiner_config(ctx, trained=True),))
     routes = tournament_routes(ctx, keep=("measurer",))
     store = getattr(measurer, "prefix_store", None)
-    if any(route is measurer for route in routes.values()) or (
-        store is not None
-        and any(getattr(route, "prefix_store", None) is store for route in routes.values())
+    if any(
+        route is measurer or (store is not None and getattr(route, "prefix_store", None) is store)
+        for route in routes.values()
     ):
         return tournaments(ctx, part, routes) | held_out_scores(ctx, measurer, sampled)
     with store.own_budget() if store is not None else nullcontext():
@@ -220,9 +224,9 @@ def tournament_routes(ctx, keep: tuple[str, ...] = ()) -> dict:
 def seat_models(ctx) -> dict[int, str]:
     """Each seed's players' model (drawn per seed, the same for every condition: pairs stay
     paired), as the config's JSON."""
-    p = ctx.section
-    seeds = range(p.tournament_seed, p.tournament_seed + p.tournament_games)
-    return {s: draw_model(ctx.params.models.player, s).model_dump_json() for s in seeds}
+    return {
+        s: draw_model(ctx.params.models.player, s).model_dump_json() for s in tournament_seeds(ctx)
+    }
 
 
 def judged(ctx) -> bool:
@@ -239,7 +243,7 @@ def tournaments(ctx, part: slice, routes: dict | None = None) -> dict:
     judge = routes.pop(JUDGE, None)
     trained = ctx.params.for_game("grpo", ctx.game)
     refiner = ctx.params.refiner_sampling(ctx.game)
-    seeds = range(p.tournament_seed, p.tournament_seed + p.tournament_games)
+    seeds = tournament_seeds(ctx)
     model_of_seed = seat_models(ctx)
     records = play_matrix(
         ctx.game,
