@@ -21,6 +21,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from stackelberg.llm.embedded import cache_dir
 from stackelberg.llm.errors import ModelNotFoundError
+from stackelberg.llm.local.fused import fuse_shared_inputs
 
 log = logging.getLogger(__name__)
 
@@ -113,16 +114,19 @@ def quantize_int8(lm: Any) -> Any:
     being trained stay float32, and int8 is a speed choice for players only.
     Activations are quantized per batch, so a row's numbers (and now and then a choice)
     depend on the rows batched with it: the same run replays exactly, but a game played
-    alone may differ from the same game played among others, unlike float32.
+    alone may differ from the same game played among others, unlike float32. The
+    projections that read one input run as one matmul (``fused``: the same numbers).
     """
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch marks the eager quantization API deprecated
         # in place: a copy would hold the float32 weights twice while quantizing
-        return torch.ao.quantization.quantize_dynamic(
+        lm = torch.ao.quantization.quantize_dynamic(
             lm, {torch.nn.Linear}, dtype=torch.qint8, inplace=True
         )
+    fuse_shared_inputs(lm)
+    return lm
 
 
 #: CPU flags of native bfloat16 arithmetic (AVX512-BF16, AMX): without them a CPU emulates
