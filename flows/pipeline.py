@@ -14,7 +14,9 @@ Up-to-date stages are skipped, so a second run with nothing changed takes second
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+import threading
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -187,6 +189,16 @@ def pipeline(targets: list[str] | None = None, force: bool = False) -> dict[str,
     return summary
 
 
+def import_model_libraries() -> None:
+    """Import torch and transformers while Prefect starts its server (seconds in which this
+    process waits on another): the first stage that loads a model finds them imported. A
+    failing import fails again, with its message, where a stage needs it."""
+    try:
+        importlib.import_module("stackelberg.llm.local.backend")
+    except Exception:  # noqa: BLE001  reported by the stage that imports it
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m flows.pipeline", description=__doc__.split("\n")[0]
@@ -195,10 +207,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="rerun stages even if up to date")
     args = parser.parse_args(argv)
     quiet_prefect()
+    warm = threading.Thread(target=import_model_libraries, name="import-models", daemon=True)
     try:
         from flows.context import current_params
 
         current_params()  # a params file that cannot work stops here, before Prefect starts
+        warm.start()
         pipeline(args.targets or None, args.force)
     except (*USER_ERRORS, PipelineError) as exc:
         print(f"pipeline: error: {exc}", file=sys.stderr)
@@ -209,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 130
+    finally:
+        if warm.is_alive():
+            warm.join()  # an interpreter must not shut down in the middle of an import
     return 0
 
 
