@@ -62,25 +62,25 @@ class BesideStages:
 
     def __init__(self) -> None:
         self._pool: ProcessPoolExecutor | None = None
-        self.running: dict[str, tuple[Future, float]] = {}
+        self.running: dict[str, Future] = {}
 
     def submit(self, name: str) -> None:
         stage, _, game = name.partition("@")
         if self._pool is None:
             self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
         future = self._pool.submit(run_in_worker, stage, game or "all", current_api_url())
-        self.running[name] = (future, time.perf_counter())
+        self.running[name] = future
 
     def finished(self, wait_for: set[str] | None = None) -> list[tuple[str, dict, float]]:
-        """The stages that ended (name, metrics, wall seconds since submitted), waiting for
-        those of ``wait_for``; a stage's error is raised here. The worker stops when none
-        is left."""
+        """The stages that ended (name, metrics, the stage's wall seconds in the worker),
+        waiting for those of ``wait_for``; a stage's error is raised here. The worker
+        stops when none is left."""
         done = []
-        for name, (future, submitted) in list(self.running.items()):
+        for name, future in list(self.running.items()):
             if future.done() or (wait_for is not None and name in wait_for):
                 metrics = future.result()
                 del self.running[name]
-                done.append((name, metrics, time.perf_counter() - submitted))
+                done.append((name, metrics, metrics["beside_wall_seconds"]))
         if not self.running:
             self.close()
         return done
