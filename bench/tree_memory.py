@@ -1,8 +1,8 @@
 """Benchmark: the resident memory of a command and every process it starts, over its run.
 
 ``/usr/bin/time -v`` reports the largest single process; a pipeline run also holds its
-Prefect server and, while the stages that load no model run, a worker process. This samples
-the whole process tree and prints one JSON line: the peak of the tree's summed RSS (and
+Prefect server (and a cluster's workers, with a Dask or Ray task runner). This samples the
+whole process tree and prints one JSON line: the peak of the tree's summed RSS (and
 when it came), the largest single process, the wall time and the command's exit status.
 
     python bench/tree_memory.py [--every 0.25] -- bash scripts/main.sh

@@ -20,7 +20,7 @@ import threading
 import time
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from prefect import flow
 
@@ -36,11 +36,6 @@ def _repo():
 def stage_order(targets: list[str] | None = None) -> list[str]:
     """Stage names (``label@werewolf``) in dependency order, limited to ``targets`` and their
     upstream stages when given."""
-    return stage_graph(targets)[0]
-
-
-def stage_graph(targets: list[str] | None = None) -> tuple[list[str], dict[str, set[str]]]:
-    """``stage_order``, and the upstream stages of each (those it waits for)."""
     import networkx as nx
 
     with _repo() as repo:
@@ -51,20 +46,17 @@ def stage_graph(targets: list[str] | None = None) -> tuple[list[str], dict[str, 
                 graph.reverse(copy=False), key=lambda s: _locality(s.addressing)
             )
         ]
-        by_name = {s.addressing: s for s in graph.nodes}
-        upstream = {
-            name: {s.addressing for s in nx.descendants(graph, by_name[name])} for name in order
-        }
         if not targets:
-            return order, upstream
+            return order
+        by_name = {s.addressing: s for s in graph.nodes}
         unknown = [t for t in targets if t not in by_name]
         if unknown:
             raise PipelineError(f"unknown stage {unknown[0]!r}; known: {', '.join(order)}")
         wanted = set()
         for t in targets:
             wanted.add(t)
-            wanted.update(upstream[t])
-        return [s for s in order if s in wanted], upstream
+            wanted.update(s.addressing for s in nx.descendants(graph, by_name[t]))
+        return [s for s in order if s in wanted]
 
 
 #: stages that run back to back for one game: the Measurer's contexts of the score stage
@@ -95,32 +87,19 @@ def peak_rss_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
-class StageTime(NamedTuple):
-    name: str
-    seconds: float
-    peak_rss_gib: float
-    beside: bool = False  # ran in the worker process, overlapping this process's stages
-
-
 def stage_time_table(times: list[tuple[str, float, float]]) -> str:
     """The wall time of each stage that ran, slowest first, with their total, and the peak
-    memory when each ended: where a run's time and memory went, at a glance. The total
-    counts this process's stages; those that ran beside them in the worker process
-    (``StageTime.beside``) overlap them and have a total of their own."""
+    memory when each ended: where a run's time and memory went, at a glance."""
     from tabulate import tabulate
 
     rows = sorted(times, key=lambda t: -t[1])
-    beside = [t for t in times if getattr(t, "beside", False)]
-    total = sum(t[1] for t in times) - sum(t[1] for t in beside)
+    total = sum(t[1] for t in times)
     peak = max((t[2] for t in times), default=0.0)
-    totals = [("total", f"{total:.1f}", f"{peak:.2f}")]
-    if beside:
-        worker_peak = max(t[2] for t in beside)
-        totals.append(
-            ("beside, overlapped", f"{sum(t[1] for t in beside):.1f}", f"{worker_peak:.2f}")
-        )
     return tabulate(
-        [*((name, f"{seconds:.1f}", f"{rss:.2f}") for name, seconds, rss, *_ in rows), *totals],
+        [
+            *((name, f"{seconds:.1f}", f"{rss:.2f}") for name, seconds, rss in rows),
+            ("total", f"{total:.1f}", f"{peak:.2f}"),
+        ],
         headers=("stage", "wall s", "peak RSS GiB so far"),
         colalign=("left", "right", "right"),
         disable_numparse=True,
@@ -155,7 +134,6 @@ def no_subflow_heartbeats():
 def pipeline(targets: list[str] | None = None, force: bool = False) -> dict[str, Any]:
     """Run every stale stage in order; returns timings (stage work vs orchestration)."""
     import flows.dvc_internals  # noqa: F401  a DVC it cannot drive fails here, before any stage
-    from flows.beside import BesideStages, loads_models
     from flows.context import current_params, freeze_libraries
     from flows.runners import shared_cluster
     from flows.stage import run_stage
@@ -163,73 +141,34 @@ def pipeline(targets: list[str] | None = None, force: bool = False) -> dict[str,
 
     started = time.perf_counter()
     params = current_params()
-    ran, skipped, work, beside_work, times = [], [], 0.0, 0.0, []
+    ran, skipped, work, times = [], [], 0.0, []
     orchestration = None  # a local cluster, shared by the stages, starts with the first one
-    beside = BesideStages()
-    with pipeline_run(params) as parent, ExitStack() as stack, no_subflow_heartbeats():
-        stack.callback(beside.close)
-        order, upstream = stage_graph(targets)
-        number = {name: i for i, name in enumerate(order, 1)}
-        waiting = [n for n in order if not loads_models(n.partition("@")[0])]
-
-        def up_to_date(name: str) -> bool:
+    with pipeline_run(params) as parent, ExitStack() as cluster, no_subflow_heartbeats():
+        order = stage_order(targets)
+        for i, name in enumerate(order, 1):
             if not force and not is_stale(name):
                 skipped.append(name)
-                print(f"[{number[name]}/{len(order)}] {name}: up to date")
-                return True
-            return False
-
-        def ended(done: list[tuple[str, dict, float]]) -> None:
-            nonlocal beside_work
-            for name, metrics, seconds in done:
-                record_in_lock(name)
-                beside_work += metrics.get("work_seconds", 0.0)
-                peak = metrics["worker_peak_rss_gib"]
-                times.append(StageTime(f"{name} (beside)", seconds, peak, beside=True))
-                ran.append(name)
-                print(
-                    f"[{number[name]}/{len(order)}] {name}: done beside in {seconds:.1f}s "
-                    f"(worker process, peak RSS {metrics['worker_peak_rss_gib']:.2f} GiB)"
-                )
-
-        def start_ready() -> None:
-            """Stages that load no model go to the worker process once their inputs are."""
-            done = {*ran, *skipped}
-            for name in [n for n in waiting if upstream[n] & {*order} <= done]:
-                waiting.remove(name)
-                if not up_to_date(name):
-                    print(f"[{number[name]}/{len(order)}] {name}: running beside (worker process)")
-                    beside.submit(name)
-
-        for name in order:
-            ended(beside.finished())
-            start_ready()
-            if name in waiting or name in beside.running or name in ran or name in skipped:
-                continue
-            ended(beside.finished(wait_for=upstream[name]))
-            if up_to_date(name):
+                print(f"[{i}/{len(order)}] {name}: up to date")
                 continue
             stage, _, game = name.partition("@")
-            print(f"[{number[name]}/{len(order)}] {name}: running")
+            print(f"[{i}/{len(order)}] {name}: running")
             freeze_libraries()
             t0 = time.perf_counter()
             if orchestration is None:
-                orchestration = stack.enter_context(shared_cluster(params.orchestration))
+                orchestration = cluster.enter_context(shared_cluster(params.orchestration))
             metrics = run_stage(stage, game or "all", orchestration)
             record_in_lock(name)
             work += metrics.get("work_seconds", 0.0)
-            times.append(StageTime(name, time.perf_counter() - t0, peak_rss_gib()))
+            times.append((name, time.perf_counter() - t0, peak_rss_gib()))
             print(
-                f"[{number[name]}/{len(order)}] {name}: done in {times[-1][1]:.1f}s "
+                f"[{i}/{len(order)}] {name}: done in {times[-1][1]:.1f}s "
                 f"(peak RSS so far {times[-1][2]:.2f} GiB)"
             )
             ran.append(name)
-        ended(beside.finished(wait_for=set(beside.running)))
         wall = time.perf_counter() - started
         summary = {
             "wall_seconds": wall,
-            "stage_work_seconds": work,  # in this process: the worker's overlaps it
-            "beside_work_seconds": beside_work,
+            "stage_work_seconds": work,
             "orchestration_seconds": wall - work,
             "orchestration_fraction": (wall - work) / wall if wall else 0.0,
             "stages_run": len(ran),

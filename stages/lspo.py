@@ -20,9 +20,6 @@ from stackelberg.io import atomic_writer
 from stackelberg.progress import progress
 from stackelberg.training.lspo import GAME, eval_seeds, play_learner, train_lspo
 
-#: scripted games and a small policy, no LLM: the pipeline runs it in a worker process
-#: beside the model stages (flows/beside.py)
-LOADS_MODELS = False
 #: the games this stage runs for (flows/run.py refuses the others)
 GAMES = (GAME,)
 #: the solver's curve and the held-out comparison, beside the policy

@@ -15,9 +15,6 @@ from stackelberg.games import ConfigError
 from stackelberg.io import atomic_writer
 from stackelberg.training.strategist import GAME, eval_seeds, fit_strategist_value, judge, play_rows
 
-#: scripted games and a small policy, no LLM: the pipeline runs it in a worker process
-#: beside the model stages (flows/beside.py)
-LOADS_MODELS = False
 #: the games this stage runs for (flows/run.py refuses the others)
 GAMES = (GAME,)
 #: the held-out comparison, beside the model

@@ -69,29 +69,3 @@ def test_stage_subflows_send_no_heartbeats_of_their_own():
     inside, outside = pipeline_like()
     assert inside is None
     assert outside is not None  # the pipeline's own flow, and everything after it, keep them
-
-
-def test_stages_beside_are_totalled_apart_from_this_process():
-    from flows.pipeline import StageTime
-
-    table = stage_time_table(
-        [
-            StageTime("grpo@onuw", 158.1, 3.5),
-            StageTime("tactics@onuw (beside)", 30.2, 0.61, beside=True),
-            StageTime("report", 1.5, 3.5),
-        ]
-    )
-    assert [line.split() for line in table.splitlines()[2:]] == [
-        ["grpo@onuw", "158.1", "3.50"],
-        ["tactics@onuw", "(beside)", "30.2", "0.61"],
-        ["report", "1.5", "3.50"],
-        ["total", "159.6", "3.50"],
-        ["beside,", "overlapped", "30.2", "0.61"],
-    ]
-
-
-def test_only_the_stages_that_load_no_model_run_beside():
-    from flows.beside import loads_models
-    from flows.context import LAYOUT
-
-    assert {s for s in LAYOUT if not loads_models(s)} == {"tactics", "strategist", "lspo"}
