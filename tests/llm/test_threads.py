@@ -113,3 +113,10 @@ def test_a_background_lane_carries_the_callers_context():
     with threads.BackgroundLane(run.get) as lane:
         pass
     assert lane.join() == "the stage's run"
+
+
+def test_lower_priority_work_is_not_busy_unless_this_process_is_niced_too():
+    # user nice system idle iowait irq softirq steal
+    line = "cpu  100 300 50 500 50 0 0 0\n"
+    assert threads.cpu_ticks(line) == (1000, 150)  # the niced 300 ticks leave our cores free
+    assert threads.cpu_ticks(line, own_niced=True) == (1000, 450)
