@@ -28,18 +28,17 @@ class SharedInput:
 
     def __init__(self, projections: Sequence[DynamicLinear]) -> None:
         weights = [p.weight() for p in projections]
-        rows = torch.cat([w.int_repr() for w in weights])
-        scales = torch.cat(
-            [torch.full((w.shape[0],), w.q_scale(), dtype=torch.double) for w in weights]
-        )
-        zeros = torch.cat(
-            [torch.full((w.shape[0],), w.q_zero_point(), dtype=torch.long) for w in weights]
-        )
         biases = [p.bias() for p in projections]
         self.sizes = [w.shape[0] for w in weights]
+        rows = torch.cat([w.int_repr() for w in weights])
+        per_row = torch.tensor(self.sizes)  # each row keeps its projection's scale and zero
+        scales = torch.tensor([w.q_scale() for w in weights], dtype=torch.double)
+        zeros = torch.tensor([w.q_zero_point() for w in weights], dtype=torch.long)
         self.matmul = DynamicLinear(rows.shape[1], rows.shape[0], dtype=torch.qint8)
         self.matmul.set_weight_bias(
-            torch._make_per_channel_quantized_tensor(rows, scales, zeros, 0),
+            torch._make_per_channel_quantized_tensor(
+                rows, scales.repeat_interleave(per_row), zeros.repeat_interleave(per_row), 0
+            ),
             None if biases[0] is None else torch.cat(biases),
         )
         self._last = threading.local()
@@ -70,11 +69,11 @@ class SharedInputProjection(torch.nn.Module):
     """One projection of a ``SharedInput`` group, where the model calls it (a leaf module:
     the group is not a child, so module walks and adapters see one projection)."""
 
-    def __init__(self, group: SharedInput, index: int, in_features: int) -> None:
+    def __init__(self, group: SharedInput, index: int) -> None:
         super().__init__()
         self.group = group
         self.index = index
-        self.in_features = in_features
+        self.in_features = group.matmul.in_features
         self.out_features = group.sizes[index]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -94,14 +93,13 @@ def fuse_shared_inputs(lm: torch.nn.Module) -> int:
     for module in list(lm.modules()):
         for names in SIBLINGS:
             projections = [getattr(module, n, None) for n in names]
-            if not all(type(p) is DynamicLinear for p in projections):
-                continue
-            if len({p.in_features for p in projections}) > 1:
-                continue
-            if len({p.bias() is None for p in projections}) > 1:
+            if (
+                not all(type(p) is DynamicLinear for p in projections)
+                or len({(p.in_features, p.bias() is None) for p in projections}) > 1
+            ):
                 continue
             group = SharedInput(projections)
-            for index, (name, p) in enumerate(zip(names, projections, strict=True)):
-                setattr(module, name, SharedInputProjection(group, index, p.in_features))
+            for index, name in enumerate(names):
+                setattr(module, name, SharedInputProjection(group, index))
             fused += 1
     return fused
