@@ -4,6 +4,7 @@ Each row is a different short Werewolf prompt with its own seed; the cache is of
 JSON line per batch size: new tokens per second over the whole batch, and the seconds.
 
     python bench/generate.py [--max-new-tokens 32] [--model embedded] [--dtype int8] [--threads 1]
+        [--adapter models/refiner/werewolf]
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def main() -> None:
     parser.add_argument("--batches", default="1,8,32")
     parser.add_argument("--dtype", default="auto", help="auto (float32 on CPU) | int8 | ...")
     parser.add_argument("--threads", type=int, default=None, help="default: the free cores")
+    parser.add_argument("--adapter", default=None, help="a trained Refiner (LoRA) beside the model")
     args = parser.parse_args()
     llm = make_llm(
         backend="local",
@@ -45,6 +47,7 @@ def main() -> None:
         batch_size=64,
         dtype=args.dtype,
         threads=args.threads,
+        adapter=args.adapter,
     )
     llm.generate([prompt(0)], max_new_tokens=4)  # warm up
     for batch in (int(b) for b in args.batches.split(",")):

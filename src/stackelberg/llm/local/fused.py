@@ -22,16 +22,44 @@ from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
 SIBLINGS = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"))
 
 
-class SharedInput:
-    """The fused matmul of a group of projections, and the parts of its last input, kept
-    per thread until every projection of the group has read its own."""
+class SplitOutput:
+    """One output per input that a group of projections reads in parts (each its own
+    columns), computed at the first part's call and kept, per thread, until every part of
+    it has been read."""
+
+    def __init__(self, sizes: Sequence[int], in_features: int) -> None:
+        self.sizes = list(sizes)
+        self.in_features = in_features
+        self._last = threading.local()
+
+    def compute(self, x: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def part(self, x: torch.Tensor, index: int) -> torch.Tensor:
+        last = self._last
+        if getattr(last, "input", None) is not x or index in last.read:
+            last.input, last.read = x, set()
+            last.parts = self.compute(x).split(self.sizes, dim=-1)
+        last.read.add(index)
+        out = last.parts[index]
+        if len(last.read) == len(self.sizes):  # every part read: hold nothing
+            last.input = last.parts = None
+        return out
+
+    def weight(self, index: int) -> torch.Tensor:
+        raise NotImplementedError
+
+
+class SharedInput(SplitOutput):
+    """The fused matmul of a group of projections."""
 
     def __init__(self, projections: Sequence[DynamicLinear]) -> None:
         weights = [p.weight() for p in projections]
         biases = [p.bias() for p in projections]
-        self.sizes = [w.shape[0] for w in weights]
+        sizes = [w.shape[0] for w in weights]
         rows = torch.cat([w.int_repr() for w in weights])
-        per_row = torch.tensor(self.sizes)  # each row keeps its projection's scale and zero
+        super().__init__(sizes, rows.shape[1])
+        per_row = torch.tensor(sizes)  # each row keeps its projection's scale and zero
         scales = torch.tensor([w.q_scale() for w in weights], dtype=torch.double)
         zeros = torch.tensor([w.q_zero_point() for w in weights], dtype=torch.long)
         self.matmul = DynamicLinear(rows.shape[1], rows.shape[0], dtype=torch.qint8)
@@ -41,18 +69,9 @@ class SharedInput:
             ),
             None if biases[0] is None else torch.cat(biases),
         )
-        self._last = threading.local()
 
-    def part(self, x: torch.Tensor, index: int) -> torch.Tensor:
-        last = self._last
-        if getattr(last, "input", None) is not x or index in last.read:
-            last.input, last.read = x, set()
-            last.parts = self.matmul(x).split(self.sizes, dim=-1)
-        last.read.add(index)
-        out = last.parts[index]
-        if len(last.read) == len(self.sizes):  # every part read: hold nothing
-            last.input = last.parts = None
-        return out
+    def compute(self, x: torch.Tensor) -> torch.Tensor:
+        return self.matmul(x)
 
     def weight(self, index: int) -> torch.Tensor:
         """Projection ``index``'s int8 weight, per tensor as it was quantized."""
@@ -66,14 +85,15 @@ class SharedInput:
 
 
 class SharedInputProjection(torch.nn.Module):
-    """One projection of a ``SharedInput`` group, where the model calls it (a leaf module:
+    """One projection of a group (``SharedInput``, or one with a LoRA update beside it:
+    ``lora.AdaptedInput``), where the model calls it (a leaf module:
     the group is not a child, so module walks and adapters see one projection)."""
 
-    def __init__(self, group: SharedInput, index: int) -> None:
+    def __init__(self, group: SplitOutput, index: int) -> None:
         super().__init__()
         self.group = group
         self.index = index
-        self.in_features = group.matmul.in_features
+        self.in_features = group.in_features
         self.out_features = group.sizes[index]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -22,6 +22,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from stackelberg.llm.embedded import cache_dir
 from stackelberg.llm.errors import ModelNotFoundError
 from stackelberg.llm.local.fused import fuse_shared_inputs
+from stackelberg.llm.local.lora import lean_lora
 
 log = logging.getLogger(__name__)
 
@@ -69,9 +70,10 @@ def plain_lora(adapter: str) -> bool:
 
 
 def lora_beside(lm: Any, adapter: str) -> Any:
-    """``lm`` with a plain LoRA adapter beside its weights, not merged into them: PEFT's
-    LoRA layers (their matrices float32) around ``lm``'s own modules, which are shared, not
-    copied, so ``lm`` still runs without the adapter for whoever else uses it.
+    """``lm`` with a plain LoRA adapter beside its weights, not merged into them: LoRA
+    layers (their matrices float32; PEFT reads them, ``lora.lean_lora`` runs them) around
+    ``lm``'s own modules, which are shared, not copied, so ``lm`` still runs without the
+    adapter for whoever else uses it.
 
     Why not merged: int8 and bfloat16 round the merged weights, and a LoRA update is
     smaller than their step (the embedded default's GRPO moves a weight by at most 2% of
@@ -100,6 +102,7 @@ def lora_beside(lm: Any, adapter: str) -> Any:
         raise ModelNotFoundError(
             f"local backend: adapter {adapter!r} does not fit this model ({_first_line(err)})"
         ) from None
+    lean_lora(tuned)
     device = next(lm.parameters()).device
     return tuned.to(device).eval()
 
