@@ -44,6 +44,21 @@ def test_growing_layer_cut_back_then_append_overwrites_and_selects_rows():
     assert keys.shape == (3, 2, 4, 4) and torch.all(keys[:, :, 3] == 7.0)
 
 
+def test_dropping_rows_moves_the_kept_ones_down_in_place_then_appends():
+    layer = GrowingLayer(spare=4)
+    start = torch.arange(5.0).view(5, 1, 1, 1).expand(5, 2, 3, 4).contiguous()
+    layer.update(start, start * 10)
+    storage = layer.keys.untyped_storage().data_ptr()
+    keep = torch.tensor([1, 3, 4])
+    expected_keys, expected_values = layer.keys[keep].clone(), layer.values[keep].clone()
+    layer.batch_select_indices(keep)
+    assert layer.keys.untyped_storage().data_ptr() == storage  # no new buffer
+    assert torch.equal(layer.keys, expected_keys) and torch.equal(layer.values, expected_values)
+    keys, values = layer.update(kv(3, 1, 9.0), kv(3, 1, 8.0))
+    assert torch.equal(keys[:, :, :3], expected_keys) and torch.all(keys[:, :, 3] == 9.0)
+    assert torch.equal(values[:, :, :3], expected_values) and torch.all(values[:, :, 3] == 8.0)
+
+
 def test_growing_layer_adopts_an_empty_buffer_and_writes_into_it():
     buf = torch.zeros(2, 1, 2, 6, 4)
     layer = GrowingLayer()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import os
+from itertools import pairwise
 from typing import Any
 
 import torch
@@ -94,12 +95,23 @@ class GrowingLayer(DynamicLayer):
         return self.keys, self.values
 
     def batch_select_indices(self, indices: torch.Tensor) -> None:
+        """Keep (or repeat) the rows ``indices``. Dropping rows (indices increasing) moves
+        the kept rows down within the buffer: a new buffer's fresh pages cost more to touch
+        than the copy itself."""
         if self.get_seq_length() > 0:
             n = self.keys.shape[-2]
-            if _is_head_view(self.keys, self._k) and _is_head_view(self.values, self._v):
-                self.adopt(self._k[indices], self._v[indices], n)
-            else:
+            if not (_is_head_view(self.keys, self._k) and _is_head_view(self.values, self._v)):
                 super().batch_select_indices(indices)
+                return
+            rows = indices.tolist()
+            if any(b <= a for a, b in pairwise(rows)) or rows[-1] >= self._k.shape[0]:
+                self.adopt(self._k[indices], self._v[indices], n)
+                return
+            for to, row in enumerate(rows):  # to <= row: a row is read before it is written
+                if to != row:
+                    self._k[to, :, :n].copy_(self._k[row, :, :n])
+                    self._v[to, :, :n].copy_(self._v[row, :, :n])
+            self.adopt(self._k[: len(rows)], self._v[: len(rows)], n)
 
 
 def cache_over(config: Any, kv: torch.Tensor, length: int, spare: int) -> DynamicCache:
