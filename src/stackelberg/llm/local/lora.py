@@ -44,14 +44,14 @@ class AdaptedInput(SplitOutput):
     ) -> None:
         super().__init__(base.sizes, base.in_features)
         self.base = base
-        parts = sorted(adapters)
-        self.down = torch.cat([adapters[i][0] for i in parts])
-        self.up = torch.zeros(sum(base.sizes), self.down.shape[0], dtype=self.down.dtype)
-        col = 0
-        for i in parts:
-            row, (a, b) = sum(base.sizes[:i]), adapters[i]
-            self.up[row : row + base.sizes[i], col : col + a.shape[0]] = b
-            col += a.shape[0]
+        self.down = torch.cat([adapters[i][0] for i in sorted(adapters)])
+        # a part without an adapter: rows of zeros (a block with no columns)
+        self.up = torch.block_diag(
+            *[
+                adapters[i][1] if i in adapters else self.down.new_zeros(size, 0)
+                for i, size in enumerate(base.sizes)
+            ]
+        )
 
     def compute(self, x: torch.Tensor) -> torch.Tensor:
         return self.base.compute(x) + F.linear(F.linear(x, self.down), self.up)
@@ -89,8 +89,9 @@ def lean_lora(model: torch.nn.Module) -> int:
     for module in list(model.modules()):
         for names in SIBLINGS:
             members = [getattr(module, n, None) for n in names]
-            adapters = {i: lora_matrices(m) for i, m in enumerate(members)}
-            adapters = {i: ab for i, ab in adapters.items() if ab is not None}
+            adapters = {
+                i: ab for i, m in enumerate(members) if (ab := lora_matrices(m)) is not None
+            }
             bases = [members[i].base_layer if i in adapters else m for i, m in enumerate(members)]
             if (
                 not adapters
