@@ -18,8 +18,19 @@ def local_llm():
     llm.close()
 
 
+@pytest.fixture(scope="session")
+def local_int8_llm():
+    """The embedded model as the default's tournament players run it (int8 weights), for
+    tests that play whole games: ~1.7x faster than float32 on a CPU."""
+    from stackelberg.llm import make_llm
+
+    llm = make_llm(backend="local", cache="off", dtype="int8")
+    yield llm
+    llm.close()
+
+
 #: fixtures that load the embedded model's weights: a test using one is slow, marked or not
-MODEL_FIXTURES = frozenset({"local_llm"})
+MODEL_FIXTURES = frozenset({"local_llm", "local_int8_llm"})
 
 
 @pytest.hookimpl(tryfirst=True)
