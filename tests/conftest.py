@@ -8,25 +8,26 @@ import pytest
 from hypothesis import settings
 
 
+def _embedded(**options):
+    """The embedded model with ``options``, no cache; closed at the end of the session."""
+    from stackelberg.llm import make_llm
+
+    llm = make_llm(backend="local", cache="off", **options)
+    yield llm
+    llm.close()
+
+
 @pytest.fixture(scope="session")
 def local_llm():
     """The embedded model, loaded once per test session (shared by all test folders), no cache."""
-    from stackelberg.llm import make_llm
-
-    llm = make_llm(backend="local", cache="off")
-    yield llm
-    llm.close()
+    yield from _embedded()
 
 
 @pytest.fixture(scope="session")
 def local_int8_llm():
     """The embedded model as the default's tournament players run it (int8 weights), for
     tests that play whole games: ~1.7x faster than float32 on a CPU."""
-    from stackelberg.llm import make_llm
-
-    llm = make_llm(backend="local", cache="off", dtype="int8")
-    yield llm
-    llm.close()
+    yield from _embedded(dtype="int8")
 
 
 #: fixtures that load the embedded model's weights: a test using one is slow, marked or not

@@ -235,7 +235,6 @@ def test_the_baselines_finish_games_on_the_embedded_model(local_int8_llm):
     """Every baseline in every game it plays, two LLM seats at most in the long ones (rl_ins
     with no trained policy: its tactics drawn uniformly; Sotopia 3 turns a character), on
     the int8 model the default's tournaments play with."""
-    llm = local_int8_llm
     assert {k for _, kinds in EMBEDDED_GAMES for k in kinds} - {"scripted"} == set(BASELINES)
     assert {(k, g) for g, kinds in EMBEDDED_GAMES for k in kinds if k in BASELINES} == {
         (k, g) for k, games in BASELINES.items() for g in games
@@ -246,12 +245,14 @@ def test_the_baselines_finish_games_on_the_embedded_model(local_int8_llm):
         game = make_game(name, EMBEDDED_OPTIONS.get(name))
         assert game.reset(3).n_players == len(kinds)
         agents = [
-            make_agent(k, name, llm=llm, **tiny) if k != "scripted" else make_agent(k, name)
+            make_agent(k, name, llm=local_int8_llm, **tiny)
+            if k != "scripted"
+            else make_agent(k, name)
             for k in kinds
         ]
         tables.append(Table(game, agents, 3))
     # all games at once, as a tournament plays them: their requests go in shared batches
-    records = play_tables(tables, llm)
+    records = play_tables(tables, local_int8_llm)
     for (name, kinds), record in zip(EMBEDDED_GAMES, records, strict=True):
         check_record(record, name)
         rule_check(record)
