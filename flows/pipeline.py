@@ -59,6 +59,43 @@ def stage_order(targets: list[str] | None = None) -> list[str]:
         return [s for s in order if s in wanted]
 
 
+def unmade_inputs(order: list[str]) -> list[tuple[str, str]]:
+    """``(stage, path)`` for each file a stage of ``order`` reads that is neither there nor
+    written by any stage: a ``games`` list without a game whose outputs a stage of every
+    game reads (the report reads each game's metrics; lspo, Werewolf's self-play). DVC
+    would stop at that stage, after everything before it ran."""
+    from dvc.dependency.param import ParamsDependency
+
+    with _repo() as repo:
+        stages = {s.addressing: s for s in repo.index.stages}
+        made = [Path(o.fs_path) for s in stages.values() for o in s.outs]
+        root = Path(repo.root_dir)
+        missing = []
+        for name in order:
+            for dep in stages[name].deps:
+                path = Path(dep.fs_path)
+                if isinstance(dep, ParamsDependency) or path.exists():
+                    continue
+                if not any(path.is_relative_to(o) or o.is_relative_to(path) for o in made):
+                    missing.append((name, str(path.relative_to(root))))
+        return missing
+
+
+def check_inputs(order: list[str]) -> None:
+    """Refuse, before Prefect starts, a pipeline that would stop at a missing input."""
+    from flows.context import current_params
+
+    missing = unmade_inputs(order)
+    if missing:
+        stage, path = missing[0]
+        games = ", ".join(current_params().games)
+        raise PipelineError(
+            f"{stage} reads {path}, which no stage makes with games: [{games}] (the report "
+            "reads every game's metrics, lspo Werewolf's self-play); keep every game in "
+            "params' games and name the stages to run: python -m flows.pipeline evaluate@GAME"
+        )
+
+
 #: stages that run back to back for one game: the Measurer's contexts of the score stage
 #: are still stored when GRPO scores the same instances next
 GAME_CHAIN = ("sample", "score", "grpo")
@@ -131,8 +168,11 @@ def no_subflow_heartbeats():
 
 
 @flow(name="stackelberg-pipeline", log_prints=True)
-def pipeline(targets: list[str] | None = None, force: bool = False) -> dict[str, Any]:
-    """Run every stale stage in order; returns timings (stage work vs orchestration)."""
+def pipeline(
+    targets: list[str] | None = None, force: bool = False, order: list[str] | None = None
+) -> dict[str, Any]:
+    """Run every stale stage in order; returns timings (stage work vs orchestration).
+    ``order``: ``stage_order(targets)``, already checked (``main`` does before Prefect)."""
     import flows.dvc_internals  # noqa: F401  a DVC it cannot drive fails here, before any stage
     from flows.context import current_params, freeze_libraries
     from flows.runners import shared_cluster
@@ -141,10 +181,12 @@ def pipeline(targets: list[str] | None = None, force: bool = False) -> dict[str,
 
     started = time.perf_counter()
     params = current_params()
+    if order is None:
+        order = stage_order(targets)
+        check_inputs(order)
     ran, skipped, work, times = [], [], 0.0, []
     orchestration = None  # a local cluster, shared by the stages, starts with the first one
     with pipeline_run(params) as parent, ExitStack() as cluster, no_subflow_heartbeats():
-        order = stage_order(targets)
         for i, name in enumerate(order, 1):
             if not force and not is_stale(name):
                 skipped.append(name)
@@ -213,7 +255,9 @@ def main(argv: list[str] | None = None) -> int:
 
         current_params()  # a params file that cannot work stops here, before Prefect starts
         warm.start()
-        pipeline(args.targets or None, args.force)
+        order = stage_order(args.targets or None)
+        check_inputs(order)  # as does a stage that would stop at a missing input
+        pipeline(args.targets or None, args.force, order)
     except (*USER_ERRORS, PipelineError) as exc:
         print(f"pipeline: error: {exc}", file=sys.stderr)
         return 2
