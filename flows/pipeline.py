@@ -36,27 +36,8 @@ def _repo():
 def stage_order(targets: list[str] | None = None) -> list[str]:
     """Stage names (``label@werewolf``) in dependency order, limited to ``targets`` and their
     upstream stages when given."""
-    import networkx as nx
-
     with _repo() as repo:
-        graph = repo.index.graph
-        order = [
-            s.addressing
-            for s in nx.lexicographical_topological_sort(
-                graph.reverse(copy=False), key=lambda s: _locality(s.addressing)
-            )
-        ]
-        if not targets:
-            return order
-        by_name = {s.addressing: s for s in graph.nodes}
-        unknown = [t for t in targets if t not in by_name]
-        if unknown:
-            raise PipelineError(f"unknown stage {unknown[0]!r}; known: {', '.join(order)}")
-        wanted = set()
-        for t in targets:
-            wanted.add(t)
-            wanted.update(s.addressing for s in nx.descendants(graph, by_name[t]))
-        return [s for s in order if s in wanted]
+        return _ordered(repo, targets)
 
 
 def unmade_inputs(order: list[str]) -> list[tuple[str, str]]:
@@ -64,28 +45,19 @@ def unmade_inputs(order: list[str]) -> list[tuple[str, str]]:
     written by any stage: a ``games`` list without a game whose outputs a stage of every
     game reads (the report reads each game's metrics; lspo, Werewolf's self-play). DVC
     would stop at that stage, after everything before it ran."""
-    from dvc.dependency.param import ParamsDependency
-
     with _repo() as repo:
-        stages = {s.addressing: s for s in repo.index.stages}
-        made = [Path(o.fs_path) for s in stages.values() for o in s.outs]
-        root = Path(repo.root_dir)
-        missing = []
-        for name in order:
-            for dep in stages[name].deps:
-                path = Path(dep.fs_path)
-                if isinstance(dep, ParamsDependency) or path.exists():
-                    continue
-                if not any(path.is_relative_to(o) or o.is_relative_to(path) for o in made):
-                    missing.append((name, str(path.relative_to(root))))
-        return missing
+        return _unmade(repo, order)
 
 
-def check_inputs(order: list[str]) -> None:
-    """Refuse, before Prefect starts, a pipeline that would stop at a missing input."""
+def checked_order(targets: list[str] | None = None) -> list[str]:
+    """``stage_order``, refused in one line when a stage would stop at a missing input:
+    before Prefect starts (``main``), or before any stage (a deployed flow). One DVC index
+    serves both."""
     from flows.context import current_params
 
-    missing = unmade_inputs(order)
+    with _repo() as repo:
+        order = _ordered(repo, targets)
+        missing = _unmade(repo, order)
     if missing:
         stage, path = missing[0]
         games = ", ".join(current_params().games)
@@ -94,6 +66,47 @@ def check_inputs(order: list[str]) -> None:
             "reads every game's metrics, lspo Werewolf's self-play); keep every game in "
             "params' games and name the stages to run: python -m flows.pipeline evaluate@GAME"
         )
+    return order
+
+
+def _ordered(repo, targets: list[str] | None) -> list[str]:
+    import networkx as nx
+
+    graph = repo.index.graph
+    order = [
+        s.addressing
+        for s in nx.lexicographical_topological_sort(
+            graph.reverse(copy=False), key=lambda s: _locality(s.addressing)
+        )
+    ]
+    if not targets:
+        return order
+    by_name = {s.addressing: s for s in graph.nodes}
+    unknown = [t for t in targets if t not in by_name]
+    if unknown:
+        raise PipelineError(f"unknown stage {unknown[0]!r}; known: {', '.join(order)}")
+    wanted = set()
+    for t in targets:
+        wanted.add(t)
+        wanted.update(s.addressing for s in nx.descendants(graph, by_name[t]))
+    return [s for s in order if s in wanted]
+
+
+def _unmade(repo, order: list[str]) -> list[tuple[str, str]]:
+    from dvc.dependency.param import ParamsDependency
+
+    stages = {s.addressing: s for s in repo.index.stages}
+    made = [Path(o.fs_path) for s in stages.values() for o in s.outs]
+    root = Path(repo.root_dir)
+    missing = []
+    for name in order:
+        for dep in stages[name].deps:
+            path = Path(dep.fs_path)
+            if isinstance(dep, ParamsDependency) or path.exists():
+                continue
+            if not any(path.is_relative_to(o) or o.is_relative_to(path) for o in made):
+                missing.append((name, str(path.relative_to(root))))
+    return missing
 
 
 #: stages that run back to back for one game: the Measurer's contexts of the score stage
@@ -172,7 +185,7 @@ def pipeline(
     targets: list[str] | None = None, force: bool = False, order: list[str] | None = None
 ) -> dict[str, Any]:
     """Run every stale stage in order; returns timings (stage work vs orchestration).
-    ``order``: ``stage_order(targets)``, already checked (``main`` does before Prefect)."""
+    ``order``: ``checked_order(targets)``, when ``main`` has already checked it before Prefect."""
     import flows.dvc_internals  # noqa: F401  a DVC it cannot drive fails here, before any stage
     from flows.context import current_params, freeze_libraries
     from flows.runners import shared_cluster
@@ -182,8 +195,7 @@ def pipeline(
     started = time.perf_counter()
     params = current_params()
     if order is None:
-        order = stage_order(targets)
-        check_inputs(order)
+        order = checked_order(targets)
     ran, skipped, work, times = [], [], 0.0, []
     orchestration = None  # a local cluster, shared by the stages, starts with the first one
     with pipeline_run(params) as parent, ExitStack() as cluster, no_subflow_heartbeats():
@@ -255,8 +267,7 @@ def main(argv: list[str] | None = None) -> int:
 
         current_params()  # a params file that cannot work stops here, before Prefect starts
         warm.start()
-        order = stage_order(args.targets or None)
-        check_inputs(order)  # as does a stage that would stop at a missing input
+        order = checked_order(args.targets or None)  # as does a stage that cannot run
         pipeline(args.targets or None, args.force, order)
     except (*USER_ERRORS, PipelineError) as exc:
         print(f"pipeline: error: {exc}", file=sys.stderr)
