@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 from hypothesis import settings
@@ -28,6 +29,21 @@ def local_int8_llm():
     """The embedded model as the default's tournament players run it (int8 weights), for
     tests that play whole games: ~1.7x faster than float32 on a CPU."""
     yield from _embedded(dtype="int8")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def prefect_server_stopped_before_exit():
+    """Stop the temporary Prefect server an in-process flow started, while pytest's output is
+    open: Prefect stops it at exit otherwise, and its last log line meets a closed stream
+    (a logging traceback after the test summary)."""
+    yield
+    server_module = sys.modules.get("prefect.server.api.server")
+    if server_module is not None:
+        from prefect.logging.handlers import APILogWorker
+
+        APILogWorker.drain_all(timeout=5)  # the runs' last log lines, sent while it listens
+        for server in list(server_module.SubprocessASGIServer._instances.values()):
+            server.stop()
 
 
 #: fixtures that load the embedded model's weights: a test using one is slow, marked or not
