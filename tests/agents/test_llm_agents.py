@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from stackelberg.agents import make_agent
-from stackelberg.agents.prompting import clean_speech, option_label
+from stackelberg.agents.llm_agents import FALLBACK_SPEECH
+from stackelberg.agents.prompting import clean_speech, option_label, spoken
 from stackelberg.agents.runner import Table, play_tables
 from stackelberg.games import ConfigError, make_game
 from stackelberg.games.onuw import ROLE_TEAM, TEAM_ORDER
@@ -23,6 +24,15 @@ def test_option_labels_and_speech_cleaning():
     assert clean_speech('Player 4 says: "I trust Player 2. I trust Player 2. Vote 5') == (
         "I trust Player 2."
     )
+
+
+def test_a_speech_loses_what_the_model_echoes_from_its_prompt():
+    assert spoken("Day 1: You are wrong. I am the Seer.\nNight 2: x") == (
+        "You are wrong. I am the Seer."
+    )
+    assert spoken('Player 4 says: "I trust Player 2.') == "I trust Player 2."
+    assert spoken("The game so far:") == "" and spoken("  Night 3:  ") == ""
+    assert spoken("I vote for Player 3: he lied.") == "I vote for Player 3: he lied."
 
 
 def test_llm_agents_need_a_backend():
@@ -100,13 +110,14 @@ def test_history_start_moves_forward_in_steps_so_consecutive_prompts_share_it():
 class _Recorder(_Counter):
     """A pretend backend: a fixed speech, the first option; it keeps each batch's kinds."""
 
-    def __init__(self) -> None:
+    def __init__(self, speech: str = "I trust Player 2.") -> None:
         self.batches: list[list[str]] = []
+        self.speech = speech
 
     def run_batch(self, requests):
         self.batches.append([type(r).__name__ for r in requests])
         return [
-            ["I trust Player 2."] * r.n
+            [self.speech] * r.n
             if isinstance(r, GenerateRequest)
             else [[-float(i)] for i in range(len(r.continuations))]
             for r in requests
@@ -137,3 +148,16 @@ def test_tables_that_generate_wait_for_the_others_one_pass_requests():
     assert all(len(k) == 1 for k in kinds)  # never a speech beside a one-pass request
     speeches = [len(b) for b in together.batches if b[0] == "GenerateRequest"]
     assert max(speeches) == 4  # all four tables' speeches in one batch
+
+
+@pytest.mark.parametrize(
+    ("generated", "said"),
+    [("The game so far:", FALLBACK_SPEECH), ("Day 1: I trust Player 2.", "I trust Player 2.")],
+)
+def test_a_player_says_no_heading_or_log_label_its_model_echoes(generated, said):
+    llm = _Recorder(generated)
+    game = make_game("avalon", {})
+    agents = [make_agent("direct", "avalon", llm=llm, max_prompt_tokens=900) for _ in range(6)]
+    [record] = play_tables([Table(game, agents, seed=0)], llm)
+    speeches = [e["data"]["text"] for e in record["events"] if e["type"] == "speech"]
+    assert speeches and set(speeches) == {said}

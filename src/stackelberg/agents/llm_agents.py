@@ -34,6 +34,7 @@ from stackelberg.agents.prompting import (
     player_spec,
     speech_question,
     speech_style,
+    spoken,
 )
 from stackelberg.agents.runner import Routed
 from stackelberg.games.base import SPEAK, ConfigError, Decision
@@ -184,7 +185,7 @@ class LLMAgent(Agent):
         if decision.options is None:
             messages = self._messages(spec, self.speech_tokens)
             [[text]] = yield [self._generate(messages, self.speech_tokens)]
-            return clean_speech(text) or FALLBACK_SPEECH
+            return spoken(text) or FALLBACK_SPEECH
         labels = [option_label(o, decision.kind) for o in decision.options]
         index = yield from self._choose(spec, labels)
         return decision.options[index]

@@ -147,6 +147,9 @@ def speech_style(game: Game) -> str:
 
 
 _SPEAKER_PREFIX = re.compile(r"^\s*(\*\*)?(player\s*\d+|me|i)\s*(says)?\s*[:\-]\s*", re.I)
+#: A game-log line's label ("Night 1:", "Day 2:"), as a small model echoes it from its prompt.
+LOG_LABEL = r"[a-z]+\s+\d+\s*:"
+_ECHOED_LOG_LABEL = re.compile(rf"^\s*{LOG_LABEL}\s*", re.I)
 
 
 def clean_speech(text: str, max_sentences: int = 3) -> str:
@@ -158,6 +161,14 @@ def clean_speech(text: str, max_sentences: int = 3) -> str:
     if sentences:
         text = " ".join(list(dict.fromkeys(sentences))[:max_sentences])
     return text
+
+
+def spoken(text: str) -> str:
+    """A player's generated speech (``clean_speech``) without what a small model echoes from
+    its prompt: a game-log label before it ("Day 1: I trust ...") is dropped, and a heading
+    alone ("The game so far:") is no speech (empty)."""
+    speech = clean_speech(_ECHOED_LOG_LABEL.sub("", text.strip(), count=1))
+    return "" if speech.endswith(":") else speech
 
 
 def speech_question(game: Game, player: int, prompt: str) -> str:

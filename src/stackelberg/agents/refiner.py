@@ -17,6 +17,7 @@ from pydantic import Field
 
 from stackelberg.agents.base import Agent
 from stackelberg.agents.prompting import (
+    LOG_LABEL,
     PromptSpec,
     build_messages,
     clean_speech,
@@ -39,7 +40,7 @@ _ANALYSIS_LINE = re.compile(r"^\s*analysis\s*:.*$", re.I | re.M)
 #: A line that is not a speech: a label ("Analysis: ..."), a game-log line echoed from the
 #: prompt ("Night 1: ...", "Day 2: ..."), a heading ("The game so far:") or a remark in
 #: parentheses ("(20 words)").
-_NOT_SPEECH = re.compile(r"^\s*(analysis\s*:|[a-z]+\s+\d+\s*:|\(.*\)\s*$)|:\s*$", re.I)
+_NOT_SPEECH = re.compile(rf"^\s*(analysis\s*:|{LOG_LABEL}|\(.*\)\s*$)|:\s*$", re.I)
 #: The prompt's label of a speech, echoed before one ("Your planned speech: ..."): dropped.
 _SPEECH_LABEL = re.compile(
     r"^\s*(your\s+)?(new\s+|planned\s+|refined\s+)?(speech|sentence)\s*:\s*", re.I
