@@ -1,6 +1,7 @@
 """A local HTTP server speaking the parts of the vLLM/OpenAI and Anthropic APIs we use.
 
-Tokens are characters (id = code point, BOS = 1), and the log-probability of token t after
+Tokens are characters (id = code point, BOS = 1), or, with ``FakeServer(tokens="words")``,
+words that take the space before them, and the log-probability of token t after
 token p is a fixed function, so tests know every expected value. Faults can be queued per
 path ("429", "429long" (an hour's Retry-After), "500", "529", "hang", "badjson", "401",
 "409", "400ctx") or attached to prompts that
@@ -14,8 +15,10 @@ names served (several API models behind one loopback server).
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -48,12 +51,36 @@ def tokenize(text: str, special: bool) -> list[int]:
     return ([BOS] if special else []) + [ord(c) for c in text]
 
 
+#: The "words" tokenizer: pretokens as byte-level BPE tokenizers cut them (a space joins the
+#: word after it, a word is one token), so pieces tokenized one by one differ from the whole
+#: text at their boundaries, as with real tokenizers.
+_WORDS = re.compile(r"<[a-z]+>| ?[A-Za-z]+| ?\d+| ?[^\sA-Za-z\d]+|\s+(?!\S)|\s+")
+_WORD_TEXT: dict[int, str] = {}
+
+
+def word_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each token of ``text`` under the "words" tokenizer."""
+    return [m.span() for m in _WORDS.finditer(text)]
+
+
+def word_tokenize(text: str, special: bool) -> list[int]:
+    ids = []
+    for start, end in word_spans(text):
+        tid = 2 + zlib.crc32(text[start:end].encode()) % 50_000
+        _WORD_TEXT[tid] = text[start:end]
+        ids.append(tid)
+    return ([BOS] if special else []) + ids
+
+
 def render(messages: list[dict[str, str]]) -> str:
     return "".join(f"<{m['role']}>{m['content']}" for m in messages) + "<assistant>"
 
 
 class FakeServer:
-    def __init__(self) -> None:
+    def __init__(self, tokens: str = "chars") -> None:
+        #: the tokenizer of /tokenize and /detokenize: "chars" (one per character) or "words"
+        self.tokenize = {"chars": tokenize, "words": word_tokenize}[tokens]
+        self.detokenize = {"chars": chr, "words": _WORD_TEXT.__getitem__}[tokens]
         self.faults: dict[str, list[str]] = {}
         self.poison: dict[str, str] = {}  # marker in the prompt -> fault, every time
         self.requests: list[tuple[str, dict[str, Any]]] = []
@@ -185,14 +212,16 @@ class FakeServer:
                         return
                 if self.path == "/tokenize":
                     if "messages" in body:
-                        tokens = tokenize(render(body["messages"]), True)
+                        tokens = server.tokenize(render(body["messages"]), True)
                     else:
-                        tokens = tokenize(body["prompt"], body.get("add_special_tokens", True))
+                        special = body.get("add_special_tokens", True)
+                        tokens = server.tokenize(body["prompt"], special)
                     self.send(
                         200, {"count": len(tokens), "max_model_len": CONTEXT, "tokens": tokens}
                     )
                 elif self.path == "/detokenize":
-                    self.send(200, {"prompt": "".join(chr(t) for t in body["tokens"] if t != BOS)})
+                    text = "".join(server.detokenize(t) for t in body["tokens"] if t != BOS)
+                    self.send(200, {"prompt": text})
                 elif self.path == "/v1/chat/completions":
                     last = body["messages"][-1]["content"]
                     choices = [

@@ -8,6 +8,7 @@ import pytest
 import torch
 from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
+from tokenizers.pre_tokenizers import WhitespaceSplit
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from stackelberg.llm.local import loading
@@ -22,7 +23,9 @@ def _checkpoint(folder, seed: int) -> None:
     )  # fmt: skip
     LlamaForCausalLM(config).to(torch.float32).save_pretrained(folder)
     vocab = {f"w{i}": i for i in range(16)}
-    tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(WordLevel(vocab, unk_token="w0")))
+    words = Tokenizer(WordLevel(vocab, unk_token="w0"))
+    words.pre_tokenizer = WhitespaceSplit()
+    tok = PreTrainedTokenizerFast(tokenizer_object=words)
     tok.save_pretrained(folder)
 
 
@@ -110,3 +113,24 @@ def test_a_copy_with_an_unreadable_record_is_written_again(tmp_path, cache):
     assert json.loads(record.read_text()) == loading._fingerprint(str(source))
     key = "model.layers.0.mlp.up_proj.weight"
     assert torch.equal(_weights(first)[key], _weights(again)[key])
+
+
+def test_the_response_cache_names_a_checkpoint_by_its_weights_not_its_path(tmp_path, cache):
+    from stackelberg.llm import ResponseCache
+    from stackelberg.llm.local.backend import LocalBackend
+
+    source, store = tmp_path / "ckpt", ResponseCache(tmp_path / "responses.sqlite")
+
+    def scores() -> list[list[float]]:
+        llm = LocalBackend(model=str(source), dtype="float32", cache=store, threads=1)
+        return llm.score("w1 w2", [" w3", " w4 w5"])
+
+    _checkpoint(source, seed=0)
+    first = scores()
+    kept = len(store)
+    assert scores() == first and len(store) == kept  # the same weights: served
+    _checkpoint(source, seed=0)  # written again: new modification times, the same weights
+    assert scores() == first and len(store) == kept
+    _checkpoint(source, seed=1)  # other weights under the same path: a miss, new answers
+    changed = scores()
+    assert len(store) == 2 * kept and changed != first

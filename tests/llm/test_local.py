@@ -61,11 +61,40 @@ def test_many_prefixes_scored_together_match_full_forwards(local_llm):
         store.clear()
 
 
-def test_tokens_are_pieces_concatenated(local_llm):
-    ctx, cands, resps = local_llm._piece_ids("abc", ["de"], ["fg"], "|")
-    enc = local_llm.encode
-    assert cands[0] == enc("de", first=False) + enc("|", first=False)
-    assert resps[0] == enc("fg", first=False) and ctx == enc("abc")
+#: (context, candidates, responses, joiner): boundaries after a space, inside a word, and
+#: before whitespace-led and whitespace-only responses
+BOUNDARIES = [
+    ("Carol says: ", ["I am the Seer.", "Play", ""], [" I agree.", "ers", " ", "\n"], "\nBob:"),
+    ("Day 2. Play", ["er 3 is lying", "ers, listen"], ["ers", " wolf"], " said"),
+    ("Alice: I tru", ["st Bob"], ["st", "!", " "], ". Carol: "),
+]
+
+
+@pytest.mark.parametrize(("context", "candidates", "responses", "joiner"), BOUNDARIES)
+def test_scores_are_those_of_the_whole_text_at_every_boundary(
+    local_llm, context, candidates, responses, joiner
+):
+    fast = local_llm.score_nested(context, candidates, responses, joiner)
+    naive = local_llm.score_nested_naive(context, candidates, responses, joiner)
+    assert max_diff(fast, naive) <= 1e-4  # zip(strict) also checks the token counts
+
+
+def test_a_chat_followers_reply_is_scored_on_its_own_tokens(local_llm):
+    """The Measurer's shape: the candidate inside a rendered chat, the response after the
+    opened assistant turn; a response's tokens are those it holds in the whole text."""
+    text = local_llm.render_chat([{"role": "user", "content": "Carol says: @@"}])
+    context, joiner = text.split("@@")
+    fast = local_llm.score_nested(context, ["I am the Seer."], ["I agree.", " No."], joiner)
+    whole = context + "I am the Seer." + joiner + "I agree."
+    tail = local_llm.encode(whole)[-len(fast[0][0]) :]
+    assert local_llm.tokenizer.decode(tail) == "I agree."
+    assert (
+        max_diff(
+            fast,
+            local_llm.score_nested_naive(context, ["I am the Seer."], ["I agree.", " No."], joiner),
+        )
+        <= 1e-4
+    )
 
 
 def test_generation_is_deterministic_and_independent_of_the_batch(local_llm):

@@ -25,6 +25,8 @@ from .fake_server import (
     fake_logprob,
     render,
     tokenize,
+    word_spans,
+    word_tokenize,
 )
 
 
@@ -83,6 +85,31 @@ def test_score_uses_token_ids_and_prompt_logprobs(server, tmp_path):
             )
     sent = [b["prompt"] for p, b in server.requests if p == "/v1/completions"]
     assert all(isinstance(p, list) and p[0] == BOS for p in sent) and len(sent) == 4
+
+
+def test_score_tokenizes_each_whole_text_as_the_server_does(tmp_path):
+    """Boundaries after a space, inside a word and before whitespace-led responses: every
+    response is scored on the whole text's tokens that hold it."""
+    context, joiner = "Player 3 says: ", "\nCarol:"
+    cands, resps = ["I am the Seer.", "Play", ""], [" I agree.", "ers", " ", "I"]
+    with FakeServer(tokens="words") as words:
+        llm = backend(words, tmp_path, cache="off")
+        scores = llm.score_nested(context, cands, resps, joiner)
+        chat = [{"role": "user", "content": "vote?"}]
+        [chat_scores] = llm.run_batch([ScoreRequest(chat, [" yes", "es"])])
+    for c, cand in enumerate(cands):
+        for r, resp in enumerate(resps):
+            whole = context + cand + joiner + resp
+            ids = word_tokenize(whole, True)
+            begin = len(whole) - len(resp)
+            first = 1 + next(i for i, (_, end) in enumerate(word_spans(whole)) if end > begin)
+            assert scores[c][r] == pytest.approx(expected(ids, first), abs=1e-4)
+    for resp, got in zip([" yes", "es"], chat_scores, strict=True):
+        whole = render(chat) + resp
+        ids = word_tokenize(whole, True)
+        begin = len(whole) - len(resp)
+        first = 1 + next(i for i, (_, end) in enumerate(word_spans(whole)) if end > begin)
+        assert got == pytest.approx(expected(ids, first), abs=1e-4)
 
 
 def test_score_chat_prefix_and_run_batch(server, tmp_path):

@@ -11,9 +11,10 @@ Prompts are either raw text (continued as is) or chat messages ``[{"role", "cont
 (rendered with the model's chat template and an assistant turn opened).
 
 Tokenisation of scored text: the pieces (context, candidate, joiner, response; or prefix and
-continuation) are tokenised separately and their ids concatenated; only the first piece gets
-the tokenizer's special tokens (e.g. BOS). Every backend and the reference full forward use
-this same rule, so the scores of the fast paths are comparable to a plain forward pass.
+continuation) are tokenised as the whole text they make, and cut where its tokens fall
+(``llm.pieces``), so a follower is scored on the tokens a player's text really has. Every
+backend uses this same rule, so the scores of the fast paths equal a plain forward pass of
+the whole text.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import KW_ONLY, dataclass, field, fields
 from typing import Any, ClassVar
 
 from stackelberg.llm.cache import ResponseCache, cache_key
+from stackelberg.llm.pieces import TOKENIZATION
 
 Message = dict[str, str]
 Prompt = str | list[Message]
@@ -248,7 +250,10 @@ class Backend(ABC):
         for p in prefixes:
             _check_messages(p)
         pairs = [(i, k) for i, cs in enumerate(continuations) for k in range(len(cs))]
-        keys = [self._key("score", pieces=[prefixes[i], continuations[i][k]]) for i, k in pairs]
+        keys = [
+            self._key("score", pieces=[prefixes[i], continuations[i][k]], tokens=TOKENIZATION)
+            for i, k in pairs
+        ]
 
         def compute(todo: list[int]) -> Iterator[tuple[int, list[float]]]:
             by_prefix: dict[int, list[int]] = {}  # prefix -> its missing pairs
@@ -285,7 +290,11 @@ class Backend(ABC):
         candidates, responses = list(candidates), list(responses)
         width = len(responses)  # pair (c, r) is flat index c * width + r
         keys = [
-            self._key("score", pieces=[context, *(p for p in (cand, joiner) if p), resp])
+            self._key(
+                "score",
+                pieces=[context, *(p for p in (cand, joiner) if p), resp],
+                tokens=TOKENIZATION,
+            )
             for cand in candidates
             for resp in responses
         ]

@@ -1,9 +1,10 @@
 """The ``openai`` backend: any OpenAI-compatible HTTP server, vLLM first.
 
 Generation uses /v1/chat/completions for chat messages and /v1/completions for raw text.
-Scoring uses vLLM's ``prompt_logprobs`` on /v1/completions: the prompt is sent as token ids
-(from vLLM's /tokenize endpoint), so token boundaries are exactly the ones we scored and no
-text round trip can shift them. Each (candidate, response) pair is one request; vLLM's
+Scoring uses vLLM's ``prompt_logprobs`` on /v1/completions: each whole text (context,
+candidate, joiner, response) is tokenized by vLLM's /tokenize endpoint and sent as token ids,
+so token boundaries are exactly the whole text's (``llm.pieces``) and no text round trip can
+shift them. Each (candidate, response) pair is one request; vLLM's
 prefix caching computes the shared context once on the server. The requests of one batch
 are sent concurrently, at most ``max_concurrency`` at a time.
 """
@@ -37,6 +38,7 @@ from stackelberg.llm.errors import (
     TransientError,
     UnsupportedError,
 )
+from stackelberg.llm.pieces import NestedTokens, nested_tokens
 from stackelberg.llm.pool import CallPool
 from stackelberg.llm.retry import RetryPolicy
 
@@ -169,22 +171,68 @@ class OpenAIBackend(Backend):
     def context_window(self) -> int:
         return self._context_override or self._served_window or FALLBACK_CONTEXT_WINDOW
 
-    def _tokenize(self, prompt: Prompt, special: bool) -> list[int]:
-        """Token ids from the server's /tokenize (chat messages rendered by its template)."""
+    def _tokenize(self, prompt: Prompt, special: bool, remember: bool = True) -> list[int]:
+        """Token ids from the server's /tokenize (chat messages rendered by its template);
+        ``remember``: keep them for the next call (prompts, not one-off scored texts)."""
         key = repr((prompt, special))
-        if key not in self._token_cache:
-            if isinstance(prompt, str):
-                payload = {"model": self.model, "prompt": prompt, "add_special_tokens": special}
-            else:
-                payload = {"model": self.model, "messages": prompt, "add_generation_prompt": True}
-            data = self._post("/tokenize", payload, root=True)
-            try:
-                self._token_cache[key] = [int(t) for t in data["tokens"]]
-            except (KeyError, TypeError, ValueError):
-                raise LLMError(
-                    f"openai backend: /tokenize answered without tokens: {data!r:.100}"
-                ) from None
-        return self._token_cache[key]
+        if key in self._token_cache:
+            return self._token_cache[key]
+        if isinstance(prompt, str):
+            payload = {"model": self.model, "prompt": prompt, "add_special_tokens": special}
+        else:
+            payload = {"model": self.model, "messages": prompt, "add_generation_prompt": True}
+        data = self._post("/tokenize", payload, root=True)
+        try:
+            ids = [int(t) for t in data["tokens"]]
+        except (KeyError, TypeError, ValueError):
+            raise LLMError(
+                f"openai backend: /tokenize answered without tokens: {data!r:.100}"
+            ) from None
+        if remember:
+            self._token_cache[key] = ids
+        return ids
+
+    def _whole_text(self, context: Prompt) -> tuple[str, bool]:
+        """The scoring context as text, and whether its whole texts get special tokens: as
+        a string prompt does, or, for chat messages, as reproduces the server's own ids of
+        the rendered chat (a template that writes BOS itself must not get a second one)."""
+        if isinstance(context, str):
+            return context, True
+        text, ids = self.render_chat(context), self._tokenize(context, special=True)
+        for special in (False, True):
+            if self._tokenize(text, special) == ids:
+                return text, special
+        log.warning("openai backend: the rendered chat does not re-tokenize to its own ids")
+        return text, False
+
+    def _nested_tokens(
+        self, context: Prompt, candidates: list[str], responses: list[str], joiner: str
+    ) -> NestedTokens:
+        """The whole texts of every pair, tokenized by the server (concurrently) and cut into
+        pieces where their tokens fall (``llm.pieces``)."""
+        text, special = self._whole_text(context)
+
+        def tokenize(texts: list[str]) -> list[list[int]]:
+            calls = [lambda t=t: self._tokenize(t, special, remember=t == text) for t in texts]
+            out: list[list[int]] = [[] for _ in texts]
+            for i, ids in self.pool.run(calls):
+                out[i] = ids
+            return out
+
+        return nested_tokens(tokenize, text, candidates, responses, joiner)
+
+    def _scored_calls(self, toks: NestedTokens) -> list[tuple[int, int, Any]]:
+        """One prompt_logprobs call per (candidate, response) pair; none for an empty one."""
+        calls = []
+        for c, cand in enumerate(toks.candidates):
+            prefix = toks.context + cand
+            for r, branch in enumerate(toks.branches[c]):
+                ids, start = prefix + branch, len(prefix) + toks.leads[c][r]
+                if start < len(ids):
+                    calls.append((c, r, lambda x=ids, s=start: self._prompt_logprobs(x, s)))
+                else:
+                    calls.append((c, r, list))
+        return calls
 
     def count_tokens(self, text: Prompt) -> int:
         """Exact with vLLM's /tokenize; an upper estimate on servers without it (OpenAI)."""
@@ -290,22 +338,9 @@ class OpenAIBackend(Backend):
     def _score_nested(
         self, context: Prompt, candidates: list[str], responses: list[str], joiner: str
     ) -> Iterator[tuple[int, int, list[float]]]:
-        ctx = self._tokenize(context, special=True)
-        if not ctx:
-            raise ValueError("score: the context is empty; give a non-empty prefix")
-        join = self._tokenize(joiner, special=False) if joiner else []
-        cands = [(self._tokenize(c, special=False) if c else []) + join for c in candidates]
-        resps = [self._tokenize(r, special=False) if r else [] for r in responses]
-        pairs = [(c, r) for c in range(len(cands)) for r in range(len(resps))]
-        calls = []
-        for c, r in pairs:
-            prefix = ctx + cands[c]
-            if resps[r]:
-                calls.append(lambda p=prefix, x=resps[r]: self._prompt_logprobs(p + x, len(p)))
-            else:
-                calls.append(lambda: [])
-        for i, logprobs in self.pool.run(calls):
-            c, r = pairs[i]
+        calls = self._scored_calls(self._nested_tokens(context, candidates, responses, joiner))
+        for i, logprobs in self.pool.run([call for _, _, call in calls]):
+            c, r, _ = calls[i]
             yield c, r, logprobs
 
     def _score_many(
@@ -313,19 +348,15 @@ class OpenAIBackend(Backend):
     ) -> list[list[list[float]]]:
         """Every (prefix, continuation) of the batch as one request, all sent concurrently
         (within ``max_concurrency``): the server batches what arrives together."""
-        pairs, calls = [], []
-        for i, (prefix, conts) in enumerate(zip(prefixes, continuations, strict=True)):
-            ctx = self._tokenize(prefix, special=True)
-            if not ctx:
-                raise ValueError("score: a prefix is empty; give a non-empty prefix")
-            for k, cont in enumerate(conts):
-                ids = self._tokenize(cont, special=False) if cont else []
-                pairs.append((i, k))
-                calls.append(lambda c=ctx, x=ids: self._prompt_logprobs(c + x, len(c)) if x else [])
+        calls = [
+            (i, r, call)
+            for i, (prefix, conts) in enumerate(zip(prefixes, continuations, strict=True))
+            for _, r, call in self._scored_calls(self._nested_tokens(prefix, [""], conts, ""))
+        ]
         out: list[list[list[float]]] = [[[] for _ in conts] for conts in continuations]
-        for j, logprobs in self.pool.run(calls):
-            i, k = pairs[j]
-            out[i][k] = logprobs
+        for j, logprobs in self.pool.run([call for _, _, call in calls]):
+            i, r, _ = calls[j]
+            out[i][r] = logprobs
         return out
 
     def close(self) -> None:

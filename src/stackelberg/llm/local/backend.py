@@ -9,6 +9,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -22,6 +23,7 @@ from stackelberg.llm.local.hf_internals import allow_grouped_kv_attention
 from stackelberg.llm.local.loading import (
     adapter_digest,
     bound_onednn_cache,
+    checkpoint_digest,
     load_model,
     lora_beside,
     plain_lora,
@@ -36,6 +38,7 @@ from stackelberg.llm.local.prefill import (
     auto_prefix_cache_mb,
 )
 from stackelberg.llm.local.threads import pace, set_threads
+from stackelberg.llm.pieces import NestedTokens, nested_tokens
 
 
 @dataclass
@@ -59,14 +62,17 @@ class _Weights:
 _LOADED: weakref.WeakValueDictionary[tuple, _Weights] = weakref.WeakValueDictionary()
 
 
-def _weights(path: str, model: str, dtype: str, device: torch.device, adapter: str | None):
-    """The loaded weights of a checkpoint, with a plain LoRA adapter beside the base's
-    shared weights (its other adapters merged in at load)."""
-    key = (path, dtype, adapter_digest(adapter) if adapter else None, str(device))
+def _weights(
+    path: str, name: str, model: str, dtype: str, device: torch.device, adapter: str | None
+):
+    """The loaded weights of a checkpoint (``name``: its weights' name, e.g. a digest), with
+    a plain LoRA adapter beside the base's shared weights (its other adapters merged in at
+    load)."""
+    key = (name, dtype, adapter_digest(adapter) if adapter else None, str(device))
     if (loaded := _LOADED.get(key)) is None:
         base = None
         if adapter and plain_lora(adapter):
-            base = _weights(path, model, dtype, device, None)
+            base = _weights(path, name, model, dtype, device, None)
             tokenizer, lm = base.tokenizer, lora_beside(base.lm, adapter)
         else:
             tokenizer, lm = load_model(path, model, dtype, device, adapter)
@@ -106,9 +112,13 @@ class LocalBackend(Backend):
         if resolved.type == "cuda" and not torch.cuda.is_available():
             raise ConfigError(f"local backend: device {device!r}, but this machine has no CUDA GPU")
         dtype = weights_dtype(dtype, resolved)
-        # The cache key names the embedded file, so a new embedded model invalidates old answers;
-        # with a LoRA adapter it also names the adapter's weights, so each training run is its own.
-        name = f"embedded:{GGUF_FILE}" if model == EMBEDDED_NAME else model
+        # The cache key names the weights: the embedded file, or a checkpoint folder's content
+        # (not its path: other weights written there are other answers); with a LoRA adapter
+        # it also names the adapter's weights, so each training run is its own.
+        weights = f"embedded:{GGUF_FILE}" if model == EMBEDDED_NAME else model
+        if Path(path).is_dir():
+            weights += f"@{checkpoint_digest(path)}"
+        name = weights
         if adapter:
             name += f"+lora:{adapter_digest(adapter)}"
         if dtype != "float32":
@@ -121,7 +131,7 @@ class LocalBackend(Backend):
             bound_onednn_cache()
         mb = auto_prefix_cache_mb() if prefix_cache_mb is None else prefix_cache_mb
         PROCESS_BUDGET.max_bytes = max(PROCESS_BUDGET.max_bytes, mb * 2**20)
-        self._weights = _weights(path, model, dtype, self.device, adapter)
+        self._weights = _weights(path, weights, model, dtype, self.device, adapter)
         self.tokenizer, self.lm = self._weights.tokenizer, self._weights.lm
         self.net = self._weights.net
         self.prefiller = self._weights.prefiller
@@ -144,11 +154,15 @@ class LocalBackend(Backend):
             list(messages), tokenize=False, add_generation_prompt=add_generation_prompt
         )
 
+    def _adds_bos(self, text: str) -> bool:
+        """Whether a first piece gets the tokenizer's special tokens: once, so not when the
+        text (a rendered chat) already starts with BOS."""
+        bos = self.tokenizer.bos_token
+        return not (bos and text.startswith(bos))
+
     def encode(self, text: str, first: bool = True) -> list[int]:
         """Token ids of one piece; only the first piece gets special tokens (BOS), once."""
-        bos = self.tokenizer.bos_token
-        special = first and not (bos and text.startswith(bos))
-        return self.tokenizer(text, add_special_tokens=special)["input_ids"]
+        return self.tokenizer(text, add_special_tokens=first and self._adds_bos(text))["input_ids"]
 
     def prompt_ids(self, prompt: Prompt) -> list[int]:
         text = prompt if isinstance(prompt, str) else self.render_chat(prompt)
@@ -185,53 +199,60 @@ class LocalBackend(Backend):
 
     # ---- scoring --------------------------------------------------------------------------------
 
-    def _piece_ids(
-        self, context: Prompt, candidates: list[str], responses: list[str], joiner: str
-    ) -> tuple[list[int], list[list[int]], list[list[int]]]:
-        ctx = self.prompt_ids(context)
-        join = self.encode(joiner, first=False) if joiner else []
-        cands = [(self.encode(c, first=False) if c else []) + join for c in candidates]
-        resps = [self.encode(r, first=False) if r else [] for r in responses]
-        if not ctx:
-            raise ValueError(
-                "score: the context is empty and the tokenizer adds no BOS token, so the first "
-                "token has nothing to be predicted from; give a non-empty prefix"
-            )
-        longest = len(ctx) + max(map(len, cands), default=0) + max(map(len, resps), default=0)
-        self._check_length(longest, "scoring context + candidate + response")
-        return ctx, cands, resps
+    def _tokenize_whole(self, texts: list[str]) -> list[list[int]]:
+        """Token ids of whole texts that share a start, each tokenized as a first piece."""
+        return self.tokenizer(texts, add_special_tokens=self._adds_bos(texts[0]))["input_ids"]
+
+    def nested_tokens(
+        self, context: Prompt, candidates: list[str], responses: list[str], joiner: str = ""
+    ) -> NestedTokens:
+        """The whole texts context + candidate + joiner + response, cut into shared pieces
+        where their tokens fall (``llm.pieces``), checked against the context window."""
+        text = context if isinstance(context, str) else self.render_chat(context)
+        toks = nested_tokens(self._tokenize_whole, text, candidates, responses, joiner)
+        self._check_length(toks.longest(), "scoring context + candidate + response")
+        return toks
 
     @torch.inference_mode()
     def _score_nested(
         self, context: Prompt, candidates: list[str], responses: list[str], joiner: str
     ) -> Iterator[tuple[int, int, list[float]]]:
-        ctx, cands, resps = self._piece_ids(context, candidates, responses, joiner)
+        toks = self.nested_tokens(context, candidates, responses, joiner)
         pace()
-        yield from scoring.score_nested(self.prefiller, ctx, cands, resps)
+        yield from scoring.score_nested(self.prefiller, toks)
 
     @torch.inference_mode()
     def _score_many(
         self, prefixes: list[Prompt], continuations: list[list[str]]
     ) -> list[list[list[float]]]:
-        ctx = [self.prompt_ids(p) for p in prefixes]
-        conts = [[self.encode(c, first=False) if c else [] for c in cs] for cs in continuations]
-        for i, cs in zip(ctx, conts, strict=True):
-            if not i:
-                raise ValueError(
-                    "score: a prefix is empty and the tokenizer adds no BOS token, so the "
-                    "first token has nothing to be predicted from; give a non-empty prefix"
-                )
-            self._check_length(len(i) + max(map(len, cs), default=0), "prefix + continuation")
+        rows = [
+            self.nested_tokens(p, [""], cs) for p, cs in zip(prefixes, continuations, strict=True)
+        ]
+        ctx = [t.context for t in rows]
+        conts = [t.branches[0] for t in rows]
+        leads = [t.leads[0] for t in rows]
         pace()
-        return scoring.score_many(self.prefiller, ctx, conts, self.batch_size)
+        return scoring.score_many(self.prefiller, ctx, conts, leads, self.batch_size)
 
     @torch.inference_mode()
     def score_nested_naive(
         self, context: Prompt, candidates: Sequence[str], responses: Sequence[str], joiner: str = ""
     ) -> list[list[list[float]]]:
-        """The reference: one plain full forward per (candidate, response), batch size 1.
-
-        Same tokenisation as the fast path; used by the tests and ``bench/scoring.py``.
-        """
-        ctx, cands, resps = self._piece_ids(context, list(candidates), list(responses), joiner)
-        return scoring.score_nested_naive(self.net, ctx, cands, resps)
+        """The reference: one plain forward of each whole text, tokenized at once, per
+        (candidate, response); a response's tokens are those its characters fall in (by the
+        tokenizer's offsets). Used by the tests and ``bench/scoring.py``."""
+        text = context if isinstance(context, str) else self.render_chat(context)
+        out = []
+        for cand in candidates:
+            row: list[list[float]] = []
+            for resp in responses:
+                whole = text + cand + joiner + resp
+                enc = self.tokenizer(
+                    whole, add_special_tokens=self._adds_bos(whole), return_offsets_mapping=True
+                )
+                ids, begin = enc["input_ids"], len(whole) - len(resp)
+                spans = enc["offset_mapping"]
+                first = next((i for i, (_, end) in enumerate(spans) if end > begin), len(ids))
+                row.append(scoring.plain_logprobs(self.net, ids, first) if resp else [])
+            out.append(row)
+        return out

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from stackelberg.io import atomic_writer
 from stackelberg.llm.embedded import cache_dir
 from stackelberg.llm.errors import ModelNotFoundError
 from stackelberg.llm.local.fused import fuse_shared_inputs
@@ -37,6 +38,39 @@ def adapter_digest(adapter: str) -> str:
     for f in files:
         h.update(f.read_bytes())
     return h.hexdigest()[:12]
+
+
+def checkpoint_digest(path: str) -> str:
+    """A short content hash of a checkpoint folder's files (weights, config, tokenizer).
+
+    The response cache and the loaded-weights table name a local checkpoint by it, not by
+    its path, so answers of other weights written to the same folder are never served.
+    Hashing reads every byte once; the digest is kept in the cache beside each file's name,
+    size and modification time, so a later load of unchanged files only stats them.
+    """
+    folder = Path(path).resolve()
+    files = [f for f in sorted(folder.iterdir()) if f.is_file() and not f.name.startswith(".")]
+    stat = [[f.name, (st := f.stat()).st_size, st.st_mtime_ns] for f in files]
+    memo = cache_dir() / "digests" / f"{hashlib.sha256(str(folder).encode()).hexdigest()[:16]}.json"
+    try:
+        kept = json.loads(memo.read_text())
+        if kept["files"] == stat:
+            return kept["digest"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode() + b"\0")
+        with open(f, "rb") as fh:
+            for block in iter(lambda fh=fh: fh.read(1 << 22), b""):
+                h.update(block)
+    digest = h.hexdigest()[:16]
+    try:
+        with atomic_writer(memo) as out:
+            json.dump({"files": stat, "digest": digest}, out)
+    except OSError as err:  # a read-only cache only costs hashing again next time
+        log.warning("local backend: digest of %s not kept (%s)", path, err)
+    return digest
 
 
 def merge_adapter(lm: Any, adapter: str) -> Any:

@@ -20,6 +20,7 @@ from stackelberg.llm.local.hf_internals import cut_cache
 from stackelberg.llm.local.model import LocalModel
 from stackelberg.llm.local.prefill import Prefiller
 from stackelberg.llm.local.tree import tree_layout
+from stackelberg.llm.pieces import NestedTokens
 
 #: Most tokens packed into one scoring forward (its mask is tokens x (prefix + tokens)).
 PACK_TOKENS = 2048
@@ -51,43 +52,59 @@ def tree_forward(
 
 
 def score_nested(
-    prefiller: Prefiller, ctx: list[int], cands: list[list[int]], resps: list[list[int]]
+    prefiller: Prefiller, toks: NestedTokens
 ) -> Iterator[tuple[int, int, list[float]]]:
-    """Yield ``(candidate, response, logprobs)`` of every response after context + candidate
-    (the candidates' ids already end with the joiner's)."""
+    """Yield ``(candidate, response, logprobs)`` of every response's scored tokens after the
+    context and the candidate (``toks``: the whole texts cut into shared pieces)."""
     model = prefiller.model
-    last, cache, _, _ = prefiller.prefill([ctx], spare=PACK_TOKENS)
+    last, cache, _, _ = prefiller.prefill([toks.context], spare=PACK_TOKENS)
     ctx_last = last[0]
-    todo = [r for r in range(len(resps)) if resps[r]]
-    for c, cand in enumerate(cands):
-        for r in range(len(resps)):
-            if not resps[r]:
-                yield c, r, []
+    for c, cand in enumerate(toks.candidates):
+        branches, leads = toks.branches[c], toks.leads[c]
+        todo = [r for r in range(len(branches)) if len(branches[r]) > leads[r]]
+        for r in sorted(set(range(len(branches))) - set(todo)):
+            yield c, r, []
         # One packed forward per candidate: the candidate, then its responses as branches.
-        for part in _chunks(todo, [len(x) for x in resps], PACK_TOKENS - len(cand)):
-            segments = ([cand] if cand else []) + [resps[r] for r in part]
+        for part in _chunks(todo, [len(b) for b in branches], PACK_TOKENS - len(cand)):
+            segments = ([cand] if cand else []) + [branches[r] for r in part]
             parents = [None] + [0] * len(part) if cand else [None] * len(part)
-            states = tree_forward(model, cache, len(ctx), segments, parents)
+            states = tree_forward(model, cache, len(toks.context), segments, parents)
             before = states[len(cand) - 1] if cand else ctx_last
-            start, preds = len(cand), []
-            for r in part:  # token k of a response is predicted by the state before it
-                preds += [before[None], states[start : start + len(resps[r]) - 1]]
-                start += len(resps[r])
-            flat = model.logprobs(torch.cat(preds), [t for r in part for t in resps[r]])
+            start, preds, targets = len(cand), [], []
+            for r in part:
+                n = len(branches[r])
+                preds.append(_predictors(before, states[start : start + n], leads[r]))
+                targets += branches[r][leads[r] :]
+                start += n
+            flat = model.logprobs(torch.cat(preds), targets)
             start = 0
             for r in part:
-                yield c, r, flat[start : start + len(resps[r])]
-                start += len(resps[r])
+                n = len(branches[r]) - leads[r]
+                yield c, r, flat[start : start + n]
+                start += n
+
+
+def _predictors(before: torch.Tensor, states: torch.Tensor, lead: int) -> torch.Tensor:
+    """The states that predict a branch's scored tokens (those after its ``lead``): token k
+    is predicted by the state before it, ``before`` for the branch's first token."""
+    if lead:
+        return states[lead - 1 : -1]
+    return torch.cat([before[None], states[:-1]])
 
 
 def score_many(
-    prefiller: Prefiller, ctx: list[list[int]], conts: list[list[list[int]]], batch_size: int
+    prefiller: Prefiller,
+    ctx: list[list[int]],
+    conts: list[list[list[int]]],
+    leads: list[list[int]],
+    batch_size: int,
 ) -> list[list[list[float]]]:
     """Many prompts, each with its own continuations, prefilled side by side.
 
     The prompts reuse stored prefix blocks like generation does (the rules, the same
     player's previous prompt), then one forward per chunk packs each row's continuations
-    after its prompt as branches that see the prompt and themselves, not each other.
+    after its prompt as branches that see the prompt and themselves, not each other. A
+    continuation's scored tokens are those after its first ``leads[i][k]``.
     """
     model = prefiller.model
     out: list[list[list[float]]] = [[[] for _ in cs] for cs in conts]
@@ -104,11 +121,12 @@ def score_many(
         for r, i in enumerate(chunk):
             at = 0
             for k, toks in enumerate(conts[i]):
-                if toks:  # token t is predicted by the state before it
-                    states += [last[r, None], hidden[r, at : at + len(toks) - 1]]
-                    targets += toks
-                    spans.append((i, k, len(toks)))
-                    at += len(toks)
+                lead = leads[i][k]
+                if len(toks) > lead:
+                    states.append(_predictors(last[r], hidden[r, at : at + len(toks)], lead))
+                    targets += toks[lead:]
+                    spans.append((i, k, len(toks) - lead))
+                at += len(toks)
         flat = model.logprobs(torch.cat(states), targets)
         at = 0
         for i, k, n in spans:
@@ -161,17 +179,7 @@ def _chunks(items: list[int], lengths: list[int], budget: int) -> Iterator[list[
         yield group
 
 
-def score_nested_naive(
-    model: LocalModel, ctx: list[int], cands: list[list[int]], resps: list[list[int]]
-) -> list[list[list[float]]]:
-    """The reference: one plain full forward per (candidate, response), batch size 1."""
-    out: list[list[list[float]]] = []
-    for cand in cands:
-        row = []
-        for resp in resps:
-            full = ctx + cand + resp
-            hidden, _ = model.forward(torch.tensor([full]), None)
-            start = len(full) - len(resp)
-            row.append(model.logprobs(hidden[0, start - 1 : len(full) - 1], resp))
-        out.append(row)
-    return out
+def plain_logprobs(model: LocalModel, ids: list[int], first: int) -> list[float]:
+    """The reference: log-probabilities of ``ids[first:]`` from one plain full forward."""
+    hidden, _ = model.forward(torch.tensor([ids]), None)
+    return model.logprobs(hidden[0, first - 1 : len(ids) - 1], ids[first:])
