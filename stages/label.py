@@ -5,7 +5,7 @@ from __future__ import annotations
 from stackelberg.datasets import batches, from_rows, read_dataset, seed_of, write_dataset
 from stackelberg.llm import LLMConfig
 from stackelberg.params import draw_model
-from stackelberg.persuasion.intents import label_views
+from stackelberg.persuasion.intents import SCRIPTED, label_views
 
 
 def plan(ctx) -> list[dict]:
@@ -16,24 +16,28 @@ def plan(ctx) -> list[dict]:
 def work(ctx, item) -> dict:
     rows, views = ctx.instances("instances", item["ids"])
     s = ctx.section
-    # Each instance's game draws its labeler (a list of models), as self-play draws players.
+    # Each instance's game draws its labeler (a list of models), as self-play draws players;
+    # the scripted scheme loads no model at all.
     by_model: dict[str, list[int]] = {}
     for i, row in enumerate(rows):
-        by_model.setdefault(
-            draw_model(ctx.params.models.labeler, row["seed"]).model_dump_json(), []
-        ).append(i)
+        key = (
+            SCRIPTED
+            if s.scheme == SCRIPTED
+            else draw_model(ctx.params.models.labeler, row["seed"]).model_dump_json()
+        )
+        by_model.setdefault(key, []).append(i)
     labels: list = [None] * len(rows)
     labeler_of: list[str] = [""] * len(rows)
     for key, idx in by_model.items():
-        config = LLMConfig.model_validate_json(key)
+        config = None if key == SCRIPTED else LLMConfig.model_validate_json(key)
         got = label_views(
-            ctx.model(config),
+            ctx.model(config) if config else None,
             [views[i] for i in idx],
             s,
             [seed_of(rows[i]["instance_id"]) for i in idx],
         )
         for i, lab in zip(idx, got, strict=True):
-            labels[i], labeler_of[i] = lab, config.model
+            labels[i], labeler_of[i] = lab, config.model if config else SCRIPTED
     kept = [
         {
             **row,

@@ -128,6 +128,7 @@ def speech_notes(selfplay: str | os.PathLike) -> dict[str, dict[str, Any]]:
                     follower=row["follower"],
                     desired=row["desired"],
                     undesired=row["undesired"],
+                    labeler=row["labeler_model"],
                 )
         if scores.exists():
             for row in read_dataset(scores, "scores").iter_rows(named=True):
@@ -276,9 +277,10 @@ def _notes(note: Mapping[str, Any] | None, text: str) -> str:
         def items(responses: Sequence[str]) -> str:
             return "".join(f"<li>{escape(r)}</li>" for r in responses)
 
+        by = f" (labeler: {escape(note['labeler'])})" if note.get("labeler") else ""
         parts.append(
             f"<details><summary>what the speaker wants from {follower}: "
-            f"{len(note['desired'])} desired, {len(note['undesired'])} undesired responses"
+            f"{len(note['desired'])} desired, {len(note['undesired'])} undesired responses{by}"
             f"</summary><span class='label'>desired</span><ul>{items(note['desired'])}</ul>"
             f"<span class='label'>undesired</span><ul>{items(note['undesired'])}</ul></details>"
         )

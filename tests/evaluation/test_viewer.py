@@ -198,6 +198,7 @@ def test_view_cli_reads_selfplay_with_intents_and_rewards_beside_it(tmp_path):
     text = PageText(page).text
     assert_in_order(text, [instance["base_utterance"], "Measurer reward", "+0.420"])
     assert "I agree with you." in text and "You are a <b>wolf</b>." in text
+    assert "(labeler: m)" in text
     assert "<b>wolf</b>" not in page
 
 

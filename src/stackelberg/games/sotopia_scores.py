@@ -46,7 +46,8 @@ def clamp(dimension: str, value: float) -> tuple[float, bool]:
     return inside, inside != value
 
 
-def _said(words: str, text: str) -> bool:
+def said(words: str, text: str) -> bool:
+    """Whether ``text`` says ``words`` (whole words, any case): how a keyword counts."""
     return re.search(rf"\b{re.escape(words)}\b", text, re.I) is not None
 
 
@@ -65,15 +66,15 @@ def rule_scores(
         theirs = " ".join(t["text"] for t in turns if t["player"] != me)
         own = " ".join(t["text"] for t in mine)
         keys = list(char["goal_keywords"])
-        reached = [k for k in keys if _said(k, theirs)]
-        asked = [k for k in keys if k not in reached and _said(k, own)]
+        reached = [k for k in keys if said(k, theirs)]
+        asked = [k for k in keys if k not in reached and said(k, own)]
         goal = round(10 * (len(reached) + 0.5 * len(asked)) / len(keys), 1)
         texts = [t["text"].lower() for t in mine if t["action"] in ("speak", "act") and t["text"]]
         fresh = len(dict.fromkeys(texts))
         believe = round(10 * fresh / len(mine), 1) if mine else 0.0
         questions = sum("?" in t["text"] for t in mine)
         secrets = list(char.get("secret_words") or ())
-        leaked = [w for w in secrets if _said(w, own)]
+        leaked = [w for w in secrets if said(w, own)]
         polite = sum(bool(COURTESY.search(t["text"])) for t in mine)
         rude = sum(bool(RUDE.search(t["text"])) for t in mine)
         early = any(t["action"] == "leave" for t in mine[:1])

@@ -12,7 +12,7 @@ import json
 import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -35,14 +35,14 @@ CANDIDATE_SLOT = "\x00CANDIDATE\x00"
 
 
 @lru_cache(maxsize=64)
-def _restore(record_json: str) -> Game:
+def _load(record_json: str) -> tuple[Game, dict[str, Any]]:
     record = json.loads(record_json)
-    return game_class(record["game"]).restore(record)
+    return game_class(record["game"]).restore(record), record
 
 
 def restore(record_json: str) -> Game:
     """The game of a record (cached: many instances share one game)."""
-    return _restore(record_json)
+    return _load(record_json)[0]
 
 
 def speech_instances(
@@ -137,6 +137,8 @@ class InstanceView:
     follower: int
     event_index: int
     base_utterance: str
+    #: the game's record: its truth beyond the restored events (e.g. ONUW's final cards)
+    record: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def lines(self, viewer: int) -> list[str]:
         """What ``viewer`` had seen just before the speech."""
@@ -159,12 +161,14 @@ class InstanceView:
 
 
 def instance_view(record_json: str, row: dict[str, Any]) -> InstanceView:
+    game, record = _load(record_json)
     return InstanceView(
-        restore(record_json),
+        game,
         row["speaker"],
         row["follower"],
         row["event_index"],
         row["base_utterance"],
+        record,
     )
 
 

@@ -3,10 +3,13 @@
 The labeler reads the rules, the game so far, the speaker's role (or, with
 ``full_information``, every role) and the base utterance (or, without
 ``show_base_utterance``, as the paper's release does, only that the speaker is about to
-talk), and writes responses in the follower's own voice. Two schemes: ``per_response`` asks for one sentence per generation,
-with a concrete example, which a 135M model can follow; ``json`` asks a strong model for
-all 2K at once. Unusable output is asked again with a stricter (repair) prompt, a bounded
-number of times; an instance still short of K+K valid responses is dropped and counted.
+talk), and writes responses in the follower's own voice. Three schemes: ``per_response``
+asks an LLM for one sentence per generation, with a concrete example, which a 135M model
+can follow; ``json`` asks a strong model for all 2K at once; ``scripted`` needs no LLM: it
+writes them from the game's truth in the scripted players' sentences (``truth``), since a
+135M labeler's sentences rarely say who to trust or vote for. Unusable LLM output is asked
+again with a stricter (repair) prompt, a bounded number of times; an instance still short
+of K+K valid responses is dropped and counted.
 """
 
 from __future__ import annotations
@@ -28,9 +31,12 @@ from stackelberg.agents.prompting import (
 )
 from stackelberg.llm import GenerateRequest
 from stackelberg.persuasion.context import InstanceView
+from stackelberg.persuasion.truth import scripted_intents
 from stackelberg.settings import SamplingSettings
 
 DESIRED, UNDESIRED = "desired", "undesired"
+#: the rule-based scheme, and the labeler it names in the intents dataset
+SCRIPTED = "scripted"
 _EXAMPLES = {
     DESIRED: ("I agree with {s}.", "{s} makes a good point, I trust {s}.", "I will vote with {s}."),
     UNDESIRED: ("I think {s} is lying.", "I do not trust {s}.", "{s} is suspicious to me."),
@@ -43,18 +49,26 @@ class LabelSettings(SamplingSettings):
 
     k: int = Field(3, ge=1, description="desired and undesired responses per instance")
     full_information: bool = Field(
-        True, description="the labeler sees every role (paper); false: the speaker's view (release)"
+        True,
+        description="the labeler sees every role (paper; scripted: the game's truth, ONUW's "
+        "cards at the end of the night); false: the speaker's view (release)",
     )
     show_base_utterance: bool = Field(
         True,
         description="the labeler reads the speech it labels (false: the release labels "
         "before the speaker talks)",
     )
-    scheme: Literal["per_response", "json"] = Field(
-        "per_response", description="one generation per response (small models) or one JSON"
+    scheme: Literal["per_response", "json", "scripted"] = Field(
+        "per_response",
+        description="per_response: one LLM generation per response (small models); json: "
+        "all of them in one LLM answer (strong models); scripted: no LLM, the scripted "
+        "players' sentences about who to trust, suspect or vote for (Sotopia: agree to the "
+        "speaker's goal or refuse), chosen by the game's truth (models.labeler unused)",
     )
-    max_attempts: int = Field(3, ge=1, description="tries per response before dropping")
-    max_new_tokens: int = Field(32, ge=8, description="new tokens per labeler answer")
+    max_attempts: int = Field(
+        3, ge=1, description="LLM schemes: tries per response before dropping"
+    )
+    max_new_tokens: int = Field(32, ge=8, description="LLM schemes: new tokens per labeler answer")
 
 
 @dataclass
@@ -140,8 +154,13 @@ def label_views(
     """Label every view, batching all open requests of an attempt into one call.
 
     Per response scheme: one prompt per instance and polarity, sampled n times for the
-    missing responses (the prompt is read once for its n samples).
+    missing responses (the prompt is read once for its n samples). Scripted scheme: no
+    ``llm`` (None) and no attempts; the seeds pick among the sentences.
     """
+    if settings.scheme == SCRIPTED:
+        return [
+            scripted_labels(view, settings, seed) for view, seed in zip(views, seeds, strict=True)
+        ]
     labels = [Labels() for _ in views]
     for attempt in range(settings.max_attempts):
         requests, owners = [], []
@@ -188,6 +207,13 @@ def label_views(
                 ):
                     got.append(ok)
     return labels
+
+
+def scripted_labels(view: InstanceView, settings: LabelSettings, seed: int) -> Labels:
+    desired, undesired = scripted_intents(
+        view, settings.k, settings.full_information, settings.show_base_utterance, seed
+    )
+    return Labels(desired, undesired)
 
 
 def _fit(llm: Any, spec: PromptSpec, view: InstanceView, settings: LabelSettings, reserve: int):

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 
+from stackelberg.agents.scripted.phrases import suspect, trust, werewolf_verdict
 from stackelberg.agents.scripted.werewolf import (
     WerewolfScripted,
-    name,
     parse_claims_seer,
     parse_suspects,
     parse_trusts,
@@ -102,14 +102,13 @@ class LatentSpeaker(WerewolfScripted):
         self.observe()
         enemy = self.enemy()
         friend = self.friend(enemy)
-        accuse = f"I suspect {name(enemy)}." if enemy is not None else ""
-        vouch = f"I trust {name(friend)}." if friend is not None else ""
+        accuse = suspect(enemy) if enemy is not None else ""
+        vouch = trust(friend) if friend is not None else ""
         if act.startswith("claim"):
             target = enemy if act == "claim_accuse" else friend
             if target is None:
                 return "I am the Seer."
-            verdict = "a" if act == "claim_accuse" else "not a"
-            return f"I am the Seer. {name(target)} is {verdict} werewolf."
+            return f"I am the Seer. {werewolf_verdict(target, act == 'claim_accuse')}"
         parts = {
             "accuse": [accuse],
             "trust": [vouch],

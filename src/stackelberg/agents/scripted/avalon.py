@@ -36,6 +36,13 @@ from functools import lru_cache
 from typing import Any
 
 from stackelberg.agents.base import Agent
+from stackelberg.agents.scripted.phrases import (
+    APPROVE_TEAM,
+    REJECT_TEAM,
+    propose,
+    suspect,
+    trustworthy,
+)
 from stackelberg.games.avalon import (
     EVIL,
     EVIL_COUNT,
@@ -44,7 +51,7 @@ from stackelberg.games.avalon import (
     TEAM_SIZES,
     fails_needed,
 )
-from stackelberg.games.base import SPEAK, Decision, player_name
+from stackelberg.games.base import SPEAK, Decision
 
 FAIL_RATE = 0.7  # how often good players assume an evil quest member plays Fail
 MERLIN_HIDE = 0.3  # how often Merlin approves a team with a known evil player, to stay hidden
@@ -147,11 +154,6 @@ def fails_likelihood(evil_on_team: int, fails: int) -> float:
         return 0.0
     k = evil_on_team
     return math.comb(k, fails) * FAIL_RATE**fails * (1 - FAIL_RATE) ** (k - fails)
-
-
-def _names(ids: list[int] | tuple[int, ...]) -> str:
-    names = [player_name(p) for p in ids]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 # ---- the agent -----------------------------------------------------------------------------
@@ -470,12 +472,12 @@ class AvalonScripted(Agent):
         if leader:
             size = self.sizes[self._quest() - 1]
             self.plan = self.choose_team(size)
-            parts.append(f"I propose {_names(self.plan)}.")
+            parts.append(propose(self.plan))
         elif self.leader_plan and len(self.leader_plan) == self.sizes[self._quest() - 1]:
             if self.approves(self.leader_plan, False):
-                parts.append("I will approve this team.")
+                parts.append(APPROVE_TEAM)
             else:
-                parts.append("I vote to reject this team.")
+                parts.append(REJECT_TEAM)
         opinion = self.opinion()
         if opinion:
             parts.append(opinion)
@@ -492,32 +494,32 @@ class AvalonScripted(Agent):
             if (exposed and rand() < 0.35) or (allowed and rand() < 0.05):
                 pool = exposed or allowed
                 target = pool[self.rng.randrange(len(pool))]
-                return f"I suspect {player_name(target)}."
+                return suspect(target)
             if rand() < 0.3:
                 good = [p for p in range(self.n) if p != me and p not in self.known_evil]
                 pair = sorted(self.rng.sample(good, 2)) if len(good) >= 2 else good
                 if pair:
-                    return f"{_names(pair)} look trustworthy."
+                    return trustworthy(pair)
             return None
         if self.evil:
             good = [p for p in range(self.n) if p not in self.known_evil]
             if self.accusers and rand() < 0.7:
                 target = self.accusers[-1]
                 self.accusers.clear()
-                return f"I suspect {player_name(target)}."
+                return suspect(target)
             if rand() < 0.5 and good:
                 target = max(good, key=lambda p: self._public(p) + rand())
-                return f"I suspect {player_name(target)}."
+                return suspect(target)
             if rand() < 0.3 and good:
-                return f"{player_name(min(good, key=lambda p: self._public(p) + rand()))} looks trustworthy."
+                return trustworthy([min(good, key=lambda p: self._public(p) + rand())])
             return None
         others = [p for p in range(self.n) if p != me]
         worst = max(others, key=lambda p: self.risk(p))
         if self.risk(worst) > 0.8 and rand() < 0.8:
-            return f"I suspect {player_name(worst)}."
+            return suspect(worst)
         if rand() < 0.3:
             best = sorted(others, key=lambda p: self.risk(p) + 0.1 * rand())[:2]
-            return f"{_names(sorted(best))} look trustworthy."
+            return trustworthy(sorted(best))
         return None
 
     # ---- decisions --------------------------------------------------------------------------

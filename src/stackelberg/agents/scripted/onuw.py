@@ -33,6 +33,7 @@ from collections import Counter
 from functools import lru_cache
 
 from stackelberg.agents.base import Agent
+from stackelberg.agents.scripted.phrases import lying, suspect, vote_for
 from stackelberg.games.base import SPEAK, Decision
 from stackelberg.games.onuw import role_name
 
@@ -374,7 +375,7 @@ class ONUWScripted(Agent):
         for s, sp in self.speeches:
             accused = any(q == me and c == "werewolf" for q, c in sp["sightings"])
             if accused and self.dealt != "tanner":
-                parts.append(f"Player {s + 1} is lying. I am not a werewolf.")
+                parts.append(f"{lying(s)} I am not a werewolf.")
                 break
         if self.dealt == "tanner" and not last:
             parts.append("Maybe I am a werewolf, maybe not.")
@@ -383,9 +384,9 @@ class ONUWScripted(Agent):
             target, circle = self._vote_target(None)
             if circle:
                 parts.append("I see no werewolf among us; let us each vote for the next player.")
-            parts.append(f"I will vote for Player {target + 1}.")
+            parts.append(vote_for(target))
         elif score > 0.5 or self.evil:
-            parts.append(f"I suspect Player {target + 1}.")
+            parts.append(suspect(target))
         else:
             parts.append("I am not sure who the werewolf is yet.")
         return " ".join(parts)

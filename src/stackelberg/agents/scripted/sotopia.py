@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 
 from stackelberg.agents.base import Agent
+from stackelberg.agents.scripted import phrases
 from stackelberg.games.base import Decision
 
 LEAK_CHANCE = 0.05
@@ -66,20 +67,20 @@ class SotopiaScripted(Agent):
         turns = self.game.config.max_turns
         missing = self._missing()
         if self.turn > 1 and (not missing or self.concessions >= 2 or self.turn >= turns):
-            return "[leave] Thank you for talking this through, goodbye."
+            return phrases.LEAVE
         if self.secret and self.rng.random() < LEAK_CHANCE:
             return f"To be honest, {self.secret[0].lower()}{self.secret[1:]}"
         target = missing[0] if missing else self.keywords[0]
         if self.turn == 1:
-            return f"Hello! Here is what I propose: {target}. Would that work for you?"
+            return phrases.offer(target)
         concede = 0.2 + 0.6 * self.turn / turns
         draw = self.rng.random()
         if draw < concede and self.heard:
             self.concessions += 1
-            return f"Alright, {self._echo()} is fine with me. Let's do that, thank you."
+            return phrases.concede(self._echo())
         if draw < concede + 0.25:
-            return f"What would you need from me to agree on {target}?"
-        return f"I hear you, but I really need {target}. Could we meet halfway?"
+            return phrases.ask(target)
+        return phrases.insist(target)
 
 
 #: the scripted agent of this game (``scripted_agent`` finds it by the module's name)

@@ -25,6 +25,7 @@ import re
 from typing import Any
 
 from stackelberg.agents.base import Agent
+from stackelberg.agents.scripted.phrases import suspect, trust, werewolf_verdict
 from stackelberg.games.base import SPEAK, Decision, Event, Game
 
 _SEER_CLAIM = re.compile(r"\bI\s+am\s+the\s+seer\b", re.I)
@@ -73,10 +74,6 @@ def parse_suspects(text: str, n: int) -> list[int]:
 def parse_trusts(text: str, n: int) -> list[int]:
     """Players named in 'I trust Player N'."""
     return [p for m in _TRUST.finditer(text) if (p := _pid(m.group(1), n)) is not None]
-
-
-def name(pid: int) -> str:
-    return f"Player {pid + 1}"
 
 
 class WerewolfScripted(Agent):
@@ -244,15 +241,12 @@ class WerewolfScripted(Agent):
             else:
                 target = self._top(fresh or living, threat)
             self.fake_verdicts[target] = True
-            said = " ".join(
-                f"{name(p)} is {'a' if w else 'not a'} werewolf."
-                for p, w in self.fake_verdicts.items()
-            )
+            said = " ".join(werewolf_verdict(p, w) for p, w in self.fake_verdicts.items())
             return f"I am the Seer. {said}"
         target = self._top(living, threat)
         if self.rng.random() < 0.2 and max(threat[p] for p in living) == 0:
             return "I have no information yet."
-        return f"I suspect {name(target)}."
+        return suspect(target)
 
     # ---- acting ----------------------------------------------------------------------------
     def act(self, decision: Decision) -> Any:
@@ -289,19 +283,17 @@ class WerewolfScripted(Agent):
 
     def _village_speech(self) -> str:
         if self.my_role == "seer":
-            said = " ".join(
-                f"{name(p)} is {'a' if w else 'not a'} werewolf." for p, w in self.inspected.items()
-            )
+            said = " ".join(werewolf_verdict(p, w) for p, w in self.inspected.items())
             return f"I am the Seer. {said}".strip()
         living = [p for p in range(self.n) if self.alive[p] and p != self.player]
         score = self.suspicion()
         parts = []
         credible = [c for c in self._credible_claimers() if self.alive[c]]
         if len(credible) == 1:
-            parts.append(f"I trust {name(credible[0])}.")
+            parts.append(trust(credible[0]))
         top = self._top(living, score)
         if score[top] >= ACCUSE:
-            parts.append(f"I suspect {name(top)}.")
+            parts.append(suspect(top))
         return " ".join(parts) or "I have no information yet."
 
 
