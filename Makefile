@@ -1,5 +1,5 @@
-# The two entry points of the README. Both install into ./.venv first (idempotent).
-.PHONY: run test install
+# The two entry points of the README, and the study. Each installs into ./.venv first (idempotent).
+.PHONY: run test study install
 
 install:
 	bash scripts/install.sh
@@ -9,3 +9,6 @@ run: install
 
 test: install
 	bash scripts/test.sh
+
+study: install
+	bash scripts/study.sh

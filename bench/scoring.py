@@ -6,7 +6,7 @@ forward of context + candidate + response per pair at batch size 1; it is timed 
 ``--naive-candidates`` of the 8 candidates and scaled up (printed as ``naive_scale``).
 Prints one JSON line.
 
-    python bench/scoring.py [--naive-candidates 2]
+    python bench/scoring.py [--naive-candidates 2] [--model embedded-gemma3] [--dtype bfloat16]
 """
 
 from __future__ import annotations
@@ -81,9 +81,11 @@ def main() -> None:
     for key, value in PAPER_SHAPE.items():
         parser.add_argument(f"--{key.replace('_', '-')}", type=int, default=value)
     parser.add_argument("--naive-candidates", type=int, default=2)
+    parser.add_argument("--model", default="embedded", help="another follower: embedded-gemma3")
+    parser.add_argument("--dtype", default="auto", help="auto (float32 on CPU) | bfloat16 | ...")
     args = parser.parse_args()
 
-    llm = make_llm(cache="off")
+    llm = make_llm(cache="off", model=args.model, dtype=args.dtype)
     context, cands, resps = paper_instance(llm, **{k: getattr(args, k) for k in PAPER_SHAPE})
     joiner = JOINER
 

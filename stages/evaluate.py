@@ -27,6 +27,7 @@ from stackelberg.agents.strategist import STRATEGIST_ROUTE, StrategistAgent
 from stackelberg.agents.tactics.policy import load_policy
 from stackelberg.datasets import of_split, read_dataset, seed_of
 from stackelberg.evaluation.ablation import VARIANT_KEY
+from stackelberg.evaluation.held_out import candidate_record, held_out_details, instance_means
 from stackelberg.evaluation.judge import judge_tournament
 from stackelberg.evaluation.metrics import game_metrics, mlflow_metrics
 from stackelberg.evaluation.plots import (
@@ -43,7 +44,7 @@ from stackelberg.params import draw_model
 from stackelberg.persuasion.candidates import dataset_rates, output_rates, sample_candidates
 from stackelberg.persuasion.measurer import measure
 from stackelberg.progress import progress
-from stackelberg.training.grpo import TRAIN_HISTORY
+from stackelberg.training.grpo import TRAIN_HISTORY, VARIANTS
 from stackelberg.training.grpo import output_rates as training_rates
 from stackelberg.viewer import Entry, render_pages, write_pages
 
@@ -54,13 +55,20 @@ JUDGE = "judge"
 RL_INS = RLInstructedAgent.kind
 #: the viewer pages of a few tournament games, beside the metrics
 VIEWER_FOLDER = "games"
+#: held-out candidates' seeds: the instance's seed plus this times (evaluate.seed + 1), apart
+#: from the seeds the sample stage draws for the same instance
+CANDIDATE_SEED_STRIDE = 7_919
+#: what the metrics keep of a held-out instance (its examples, its responses)
+HELD_OUT_ROW = ("instance_id", "base_utterance", "desired", "undesired")
 
 
-def refiner_config(ctx, trained: bool) -> LLMConfig:
+def refiner_config(ctx, trained: bool, variant: str | None = None) -> LLMConfig:
     """The Refiner as tournaments play it (``evaluate.refiner_dtype``), untrained or with this
-    game's trained adapter beside its weights: the held-out reward compares the two as they play."""
+    game's trained adapter beside its weights (``variant``: the one trained on that other
+    reward variant, ``grpo.variants``): the held-out reward compares them as they play."""
     dtype = ctx.section.refiner_dtype
-    update = ({"adapter": str(ctx.path("grpo"))} if trained else {}) | (
+    adapter = ctx.path("grpo") / VARIANTS / variant if variant else ctx.path("grpo")
+    update = ({"adapter": str(adapter)} if trained else {}) | (
         {"dtype": dtype} if dtype != "auto" else {}
     )
     return ctx.params.models.refiner.model_copy(update=update)
@@ -133,28 +141,36 @@ def held_out_beside_tournament(ctx, part: slice) -> dict:
 
 
 def held_out_samples(ctx) -> dict:
-    """The test instances and both Refiners' candidates for them, sampled before the
-    Measurer loads (``{}`` without test instances)."""
+    """The test instances and the Refiners' candidates for them, sampled before the
+    Measurer loads (``{}`` without test instances): ``pool``, the untrained Refiner's
+    (its first ``n`` are the "before" group; best-of-k picks among its first k), ``after``,
+    the trained one's, and ``variants``, those of the Refiners trained on other reward
+    variants (``grpo.variants``)."""
     p = ctx.section
     df = of_split(read_dataset(ctx.path("label"), "intents"), "test")
     if df.is_empty():
         return {}
     rows, views = ctx.instances("intents", df["instance_id"].to_list())
-    # Both Refiners prompted and stopped as the trained one plays.
+    # Every Refiner prompted and stopped as the trained one plays.
     settings = ctx.params.refiner_sampling(ctx.game).model_copy(update={"n": p.n})
-    seeds = [seed_of(r["instance_id"]) + 7_919 * (p.seed + 1) for r in rows]
-    out = {"rows": rows, "views": views, "room": settings.max_new_tokens}
+    seeds = [seed_of(r["instance_id"]) + CANDIDATE_SEED_STRIDE * (p.seed + 1) for r in rows]
+    variants = ctx.params.for_game("grpo", ctx.game).variants
+    out = {"rows": rows, "views": views, "room": settings.max_new_tokens, "variants": {}}
     # The Refiners sample first, beside the players only: the Measurer and the Refiner base
     # left by earlier stages (one copy in float32, two when the Measurer has its own dtype)
     # make room for loading the Refiners' base (read in float32, then int8; the trained
-    # one runs its adapter beside the same weights), and the Measurer comes back after.
-    ctx.release_models(
-        "player", "labeler", also=(refiner_config(ctx, False), refiner_config(ctx, True))
-    )
-    for name, trained in (("before", False), ("after", True)):
-        refiner = ctx.model(refiner_config(ctx, trained))
-        out[name] = sample_candidates(refiner, views, settings, seeds)
-        out[f"{name}_outputs"] = output_rates([c for cands in out[name] for c in cands])
+    # ones run their adapter beside the same weights), and the Measurer comes back after.
+    configs = {"pool": refiner_config(ctx, False), "after": refiner_config(ctx, True)}
+    configs |= {v: refiner_config(ctx, True, v) for v in variants}
+    ctx.release_models("player", "labeler", also=tuple(configs.values()))
+    pool = settings.model_copy(update={"n": max(p.n, *p.best_of)})
+    for name, config in configs.items():
+        cands = sample_candidates(
+            ctx.model(config), views, pool if name == "pool" else settings, seeds
+        )
+        (out["variants"] if name in variants else out)[name] = cands
+    out["before_outputs"] = output_rates([c for cands in out["pool"] for c in cands[: p.n]])
+    out["after_outputs"] = output_rates([c for cands in out["after"] for c in cands])
     return out
 
 
@@ -167,30 +183,50 @@ def held_out_measurer(ctx, also: tuple[LLMConfig, ...] = ()):
 
 
 def held_out_scores(ctx, measurer, sampled: dict) -> dict:
-    """Each instance's mean reward per Refiner, and the Refiners' output rates. Both
-    Refiners' candidates of an instance in one Measurer call: one context for the pair,
+    """Each instance's mean reward per Refiner ("before": the untrained Refiner's first
+    ``n``), the Refiners' output rates, and every candidate's record under the Measurer and,
+    with ``models.unseen_follower``, under that follower too (``held_out.held_out_details``
+    reads them). All candidates of an instance in one call per follower: one context,
     computed once."""
     if not sampled:
         return {"before": [], "after": []}
+    n = ctx.section.n
+    out = {f"{g}_outputs": sampled[f"{g}_outputs"] for g in ("before", "after")}
+    out["rows"] = [{k: r[k] for k in HELD_OUT_ROW} for r in sampled["rows"]]
+    out["scored"] = {"measurer": score_held_out(ctx, measurer, sampled, "Measurer")}
+    unseen = ctx.params.models.unseen_follower
+    if unseen is not None:
+        out["scored"]["unseen"] = score_held_out(ctx, ctx.model(unseen), sampled, "unseen follower")
+        out["scored"]["unseen_model"] = unseen.model
+    records = out["scored"]["measurer"]
+    out["before"] = instance_means([c[:n] for c in records["pool"]])
+    out["after"] = instance_means(records["after"])
+    return out
+
+
+def score_held_out(ctx, follower, sampled: dict, what: str) -> dict:
+    """Every held-out candidate's record (``held_out.candidate_record``) under ``follower``,
+    by group (``pool``, ``after``, ``variants``), per instance."""
     score = ctx.params.for_game("score", ctx.game)
-    rows, views = sampled["rows"], sampled["views"]
-    bar = progress(len(rows), f"evaluate@{ctx.game} held-out", "instance")
-    out = {f"{n}_outputs": sampled[f"{n}_outputs"] for n in ("before", "after")}
-    out["before"], out["after"] = [], []
-    for row, view, before, after in zip(
-        rows, views, sampled["before"], sampled["after"], strict=True
-    ):
-        cands = [*before, *after]
-        texts = score.texts([c.raw for c in cands], [c.utterance for c in cands])
+    groups = {g: sampled[g] for g in ("pool", "after")} | {
+        f"variants/{v}": c for v, c in sampled["variants"].items()
+    }
+    out: dict = {g: [] for g in groups}
+    bar = progress(len(sampled["rows"]), f"evaluate@{ctx.game} held-out, {what}", "instance")
+    for i, (row, view) in enumerate(zip(sampled["rows"], sampled["views"], strict=True)):
+        cands = [(g, c) for g in groups for c in groups[g][i]]
+        texts = score.texts([c.raw for _, c in cands], [c.utterance for _, c in cands])
         parts, _ = measure(
-            measurer, view, texts, row["desired"], row["undesired"], score, sampled["room"]
+            follower, view, texts, row["desired"], row["undesired"], score, sampled["room"]
         )
-        rewards = [x.reward for x in parts]
-        out["before"].append(sum(rewards[: len(before)]) / len(before))
-        out["after"].append(sum(rewards[len(before) :]) / len(after))
+        for g in groups:
+            out[g].append([])
+        for (g, c), text, part in zip(cands, texts, parts, strict=True):
+            out[g][-1].append(candidate_record(text, c.parsed, part))
         bar.update(1)
     bar.close()
-    return out
+    variants = {g.split("/", 1)[1]: out.pop(g) for g in list(out) if g.startswith("variants/")}
+    return out | {"variants": variants}
 
 
 def tournament_routes(ctx, keep: tuple[str, ...] = ()) -> dict:
@@ -318,8 +354,11 @@ def finish(ctx, results) -> dict:
     for r in records:
         r.pop("game_record", None)
     write_viewer_pages(ctx, viewed)
+    from stackelberg.training.prompt_rewards import step_prompt_rewards
+
     trained = json.loads((ctx.path("grpo") / TRAIN_HISTORY).read_text())
     history = trained["history"]
+    prompt_rewards = step_prompt_rewards(trained)  # None: trained before they were kept
     metrics = game_metrics(
         records,
         reward["before"],
@@ -328,11 +367,18 @@ def finish(ctx, results) -> dict:
         seed=p.seed,
         game=ctx.game,
         refiner_outputs=refiner_outputs(ctx, reward, trained, records),
+        step_rewards=prompt_rewards,
     )
+    if reward.get("scored"):
+        metrics["held_out"] = held_out_details(
+            reward["rows"], reward["scored"], p.n, p.best_of, p.examples, p.bootstrap, p.seed
+        )
     out = ctx.path()
     plots = out / "plots"
     plots.mkdir(parents=True, exist_ok=True)
-    plot_reward_curve([h["reward"] for h in history if "reward" in h], plots / "reward_curve.png")
+    curve = {h.get("step", i): h["reward"] for i, h in enumerate(history, 1) if "reward" in h}
+    rise = (metrics["training"] or {}).get("reward_rise")
+    plot_reward_curve(curve, plots / "reward_curve.png", prompt_rewards, rise)
     plot_reward_distribution(reward["before"], reward["after"], plots / "reward_distribution.png")
     if records and metrics.get("scores"):
         plot_scores(metrics, plots / "scores.png")

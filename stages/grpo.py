@@ -23,18 +23,31 @@ from stackelberg.persuasion.measurer import measure
 from stackelberg.training.grpo import (
     PARSE_RATE,
     TRAIN_HISTORY,
+    VARIANTS,
     output_rates,
     train_refiner,
     write_adapter,
 )
 from stackelberg.training.launch import check_machine, launch_command, run_launched
+from stackelberg.training.prompt_rewards import (
+    PROMPT_REWARDS,
+    prompt_reward_log,
+    prompt_reward_records,
+    step_prompt_rewards,
+)
 
 
 def plan(ctx) -> list[dict]:
+    """The game's Refiner, then one per other reward variant (``grpo.variants``, the
+    ablation), on the same instances."""
     df = of_split(read_dataset(ctx.path("label"), "intents"), "train")
     if df.is_empty():
         raise ValueError(f"{ctx.path('label')}: no train instances to train the Refiner on")
-    return [{"label": "train", "ids": df["instance_id"].to_list()}]
+    ids = df["instance_id"].to_list()
+    variants = ctx.section.variants
+    return [{"label": "train", "ids": ids}] + [
+        {"label": f"train on the {v} reward", "ids": ids, "variant": v} for v in variants
+    ]
 
 
 def work(ctx, item) -> dict:
@@ -45,23 +58,25 @@ def work(ctx, item) -> dict:
     ctx.path().parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".grpo-", dir=ctx.path().parent) as scratch:
         adapter = Path(scratch) / "adapter"
+        variant = item.get("variant")
         if settings.launch == "none":
-            train_game(ctx, item["ids"], adapter)
+            train_game(ctx, item["ids"], adapter, variant)
         else:
             ctx.release_models()  # the GPUs' memory is the launched processes'
             job = Path(scratch) / "job.pkl"
-            job.write_bytes(pickle.dumps((ctx, item["ids"])))
+            job.write_bytes(pickle.dumps((ctx, item["ids"], variant)))
             run_launched(launch_command(settings, __spec__.name, [str(job), str(adapter)]))
         summary = json.loads((adapter / TRAIN_HISTORY).read_text())
         # The files travel in the (persisted) result: `dvc repro` deletes the stage's
         # outputs before rerunning it, so a cached result must not point at them.
         files = {f.name: f.read_bytes() for f in adapter.iterdir()}
-    return {**summary, "adapter_files": files}
+    return {**summary, "adapter_files": files, "variant": variant}
 
 
-def train_game(ctx, ids: list[str], adapter_dir: Path) -> None:
-    """Train the game's Refiner on the instances ``ids``; the adapter and its history land in
-    ``adapter_dir`` (in a launched run, from the main process only)."""
+def train_game(ctx, ids: list[str], adapter_dir: Path, variant: str | None = None) -> None:
+    """Train the game's Refiner on the instances ``ids`` (``variant``: on that reward
+    variant instead of score.variant); the adapter and its history land in ``adapter_dir``
+    (in a launched run, from the main process only)."""
     # Training loads its own copy of the Refiner: only the Measurer and the Refiner's
     # tokenizer stay loaded beside it (the players and the labeler come back for evaluate).
     ctx.release_models("refiner", "measurer", keep_prefixes=("measurer",))
@@ -71,6 +86,8 @@ def train_game(ctx, ids: list[str], adapter_dir: Path) -> None:
         raise ValueError("grpo: models.refiner must be a local model (a checkpoint to train)")
     measurer = ctx.llm("measurer")
     score = ctx.params.for_game("score", ctx.game)
+    if variant is not None:
+        score = score.model_copy(update={"variant": variant})
     by_id = {r["instance_id"]: (r, v) for r, v in zip(rows, views, strict=True)}
     prompting = ctx.params.refiner_sampling(ctx.game)
     output_format = prompting.output_format
@@ -80,9 +97,10 @@ def train_game(ctx, ids: list[str], adapter_dir: Path) -> None:
     # (the same checkpoint and dtype); a Measurer in another dtype would otherwise sit beside
     # two Refiner copies, this one and the one trained.
     ctx.release_models("measurer", keep_prefixes=("measurer",))
+    records: list = []  # this process's (step, instance, reward sum, completions)
 
     def reward_fn(
-        completions: list[str], instance_id: list[str], log_metric=None, **_
+        completions: list[str], instance_id: list[str], log_metric=None, step=None, **_
     ) -> list[float]:
         groups: dict[str, list[int]] = defaultdict(list)
         for i, iid in enumerate(instance_id):
@@ -101,6 +119,8 @@ def train_game(ctx, ids: list[str], adapter_dir: Path) -> None:
                 rewards[i] = p.reward
         if log_metric is not None and completions:  # the step's parse rate, in its history
             log_metric(PARSE_RATE, n_parsed / len(completions))
+        if step is not None:  # each prompt's mean reward per step, the curve's evidence
+            records.extend(prompt_reward_records(step, instance_id, rewards))
         return rewards
 
     settings = ctx.section.model_copy(update={"max_completion_length": prompting.max_new_tokens})
@@ -112,8 +132,12 @@ def train_game(ctx, ids: list[str], adapter_dir: Path) -> None:
         settings,
         adapter_dir,
         stop=prompting.style.stop,
-        desc=f"grpo@{ctx.game} steps",
+        desc=f"grpo@{ctx.game} steps" + (f", {variant} reward" if variant else ""),
     )
+    from accelerate.utils import gather_object
+
+    # each process scored its share of every step (one process: its records as they are)
+    records = gather_object(records)
     if result.main_process:
         summary = {
             "history": result.history,
@@ -122,6 +146,7 @@ def train_game(ctx, ids: list[str], adapter_dir: Path) -> None:
             "reward_s": result.reward_s,
             "prompts": len(prompts),
             "completions_per_step": settings.completions_per_step,
+            PROMPT_REWARDS: prompt_reward_log(records),
         }
         (Path(result.adapter_dir) / TRAIN_HISTORY).write_text(json.dumps(summary, indent=1))
 
@@ -129,15 +154,37 @@ def train_game(ctx, ids: list[str], adapter_dir: Path) -> None:
 def finish(ctx, results) -> dict:
     import mlflow
 
-    res = results[0]
+    res, others = results[0], results[1:]
     adapter = ctx.path()
-    write_adapter(res["adapter_files"], adapter)
-    for step, metrics in enumerate(res["history"], 1):
-        mlflow.log_metrics(
-            {f"train/{k}": float(v) for k, v in metrics.items() if isinstance(v, int | float)},
-            step=step,
-        )
+    files = dict(res["adapter_files"])
+    for other in others:  # the ablation's Refiners, inside the game's
+        files |= {
+            f"{VARIANTS}/{other['variant']}/{k}": v for k, v in other["adapter_files"].items()
+        }
+    write_adapter(files, adapter)
+    for prefix, run in [("train", res)] + [(f"train_{o['variant']}", o) for o in others]:
+        for step, metrics in enumerate(run["history"], 1):
+            mlflow.log_metrics(
+                {
+                    f"{prefix}/{k}": float(v)
+                    for k, v in metrics.items()
+                    if isinstance(v, int | float)
+                },
+                step=step,
+            )
+        # the prompts' spread per step (each prompt's reward stays in the train history)
+        for step, prompts in (step_prompt_rewards(run) or {}).items():
+            mlflow.log_metrics(
+                {
+                    f"{prefix}/prompt_reward_min": min(prompts),
+                    f"{prefix}/prompt_reward_max": max(prompts),
+                },
+                step=step,
+            )
     register_adapter(adapter, f"refiner-{ctx.game}")
+    for other in others:
+        variant = other["variant"]
+        register_adapter(adapter / VARIANTS / variant, f"refiner-{ctx.game}-{variant}", variant)
     rewards = [h["reward"] for h in res["history"] if "reward" in h]
     rates = output_rates(res["history"], res.get("completions_per_step", 0))
     return {
@@ -156,19 +203,26 @@ def finish(ctx, results) -> dict:
     }
 
 
-def register_adapter(adapter: Path, name: str) -> str:
-    """Log the adapter to the active run and register it as a new model version."""
+def register_adapter(adapter: Path, name: str, variant: str | None = None) -> str:
+    """Log the adapter to the active run and register it as a new model version (a
+    ``variant``'s under its own artifact path)."""
     import mlflow
     from mlflow import MlflowClient
 
-    mlflow.log_artifacts(str(adapter), "refiner-adapter")
+    path = "refiner-adapter" + (f"-{variant}" if variant else "")
+    if variant:
+        mlflow.log_artifacts(str(adapter), path)
+    else:  # the game's Refiner alone: its variants are logged apart
+        for f in adapter.iterdir():
+            if f.is_file():
+                mlflow.log_artifact(str(f), path)
     run = mlflow.active_run()
     client = MlflowClient()
     try:
         client.get_registered_model(name)
     except mlflow.exceptions.MlflowException:
         client.create_registered_model(name, description="Stackelberg Refiner LoRA adapter")
-    source = f"{run.info.artifact_uri}/refiner-adapter"
+    source = f"{run.info.artifact_uri}/{path}"
     version = client.create_model_version(name, source=source, run_id=run.info.run_id)
     return version.version
 
@@ -186,8 +240,8 @@ def main(argv: list[str] | None = None) -> None:
 
         if torch.cuda.is_available():
             torch.cuda.set_device(int(local_rank))
-    ctx, ids = pickle.loads(Path(job).read_bytes())
-    train_game(ctx, ids, Path(adapter_dir))
+    ctx, ids, variant = pickle.loads(Path(job).read_bytes())
+    train_game(ctx, ids, Path(adapter_dir), variant)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,12 @@ def local_int8_llm():
     yield from _embedded(dtype="int8")
 
 
+@pytest.fixture(scope="session")
+def gemma_llm():
+    """The second embedded model (Gemma 3 270M, another family), loaded once, no cache."""
+    yield from _embedded(model="embedded-gemma3")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def prefect_server_stopped_before_exit():
     """Stop the temporary Prefect server an in-process flow started, while pytest's output is
@@ -46,8 +52,8 @@ def prefect_server_stopped_before_exit():
             server.stop()
 
 
-#: fixtures that load the embedded model's weights: a test using one is slow, marked or not
-MODEL_FIXTURES = frozenset({"local_llm", "local_int8_llm"})
+#: fixtures that load an embedded model's weights: a test using one is slow, marked or not
+MODEL_FIXTURES = frozenset({"local_llm", "local_int8_llm", "gemma_llm"})
 
 
 @pytest.hookimpl(tryfirst=True)

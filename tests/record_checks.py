@@ -5,7 +5,16 @@ from __future__ import annotations
 import json
 
 #: what the record adds for a seat played by an LLM (``Agent.seat_facts``)
-LLM_SEAT_FACTS = ("model", "choice", "choice_asks", "choice_reasks", "invalid_choices")
+LLM_SEAT_FACTS = (
+    "model",
+    "choice",
+    "choice_asks",
+    "choice_reasks",
+    "invalid_choices",
+    "speech_asks",
+    "speech_reasks",
+    "fallback_speeches",
+)
 
 
 def check_record(rec: dict, name: str) -> None:

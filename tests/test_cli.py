@@ -67,6 +67,11 @@ def test_set_option_and_mixed_agents(tmp_path):
             + ["--choice", "score"],
             "choice: score needs log-probabilities",
         ),
+        (
+            ["play", "onuw", "--agents", "direct", "--backend", "anthropic", "--model", "c"]
+            + ["--max-speech-attempts", "0"],
+            "max_speech_attempts must be at least 1, got 0",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_leaves_no_file(argv, words, tmp_path, capsys, monkeypatch):
@@ -121,3 +126,25 @@ def test_report_prints_the_tables(tmp_path, capsys):
     assert "| agent | werewolf |" in squeeze(capsys.readouterr().out)
     assert main(["report", str(tmp_path / "missing")]) == 2
     assert "no metrics.json" in capsys.readouterr().err
+
+
+def test_the_summary_counts_the_llm_seats_speeches_and_choices():
+    from stackelberg.cli import summarize
+
+    def seat(i, asks, reasks, fell):
+        facts = {"speech_asks": asks, "speech_reasks": reasks, "fallback_speeches": fell}
+        facts |= {"choice_asks": 2, "choice_reasks": 1, "invalid_choices": 0}
+        return {"id": i, "role": "villager", **facts}
+
+    result = {"winner": "village", "winners": [0], "reason": "all_wolves_dead"}
+    records = [
+        {"result": result, "players": [seat(0, 12, 4, 2), seat(1, 10, 0, 0)]},
+        {"result": result, "players": [seat(0, 3, 2, 1), {"id": 1, "role": "werewolf"}]},
+    ]
+    lines = summarize(iter(records)).splitlines()  # an iterator: the summary reads it once
+    rows = {line.split()[0]: line.split()[-5:] for line in lines if line.strip()}
+    # speeches: 25 asked, 6 of them re-asks, so 19 made; 3 fell back
+    assert rows["speeches"] == ["19", "25", "6", "3", "15.8%"]
+    assert rows["generated"] == ["3", "6", "3", "0", "0.0%"]
+    scripted = {"result": result, "players": [{"id": 0, "role": "villager"}]}
+    assert "speeches" not in summarize([scripted])

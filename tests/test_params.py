@@ -12,7 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize(
-    "path", ["params.yaml", "configs/paper.yaml", "tests/pipeline/micro_params.yaml"]
+    "path",
+    ["params.yaml", "configs/paper.yaml", "configs/study.yaml", "tests/pipeline/micro_params.yaml"],
 )
 def test_shipped_params_validate(path):
     params = load_params(ROOT / path)
@@ -168,6 +169,14 @@ GPT = f"{{backend: openai, model: gpt-4o, base_url: '{GPT_URL}'}}"
         ("selfplay: {agents: belief}\n", "werewolf: agent 'belief' plays onuw only"),
         ("selfplay: {choice: guess}\n", "selfplay.choice"),
         ("evaluate: {max_choice_attempts: 0}\n", "evaluate.max_choice_attempts"),
+        ("selfplay: {max_speech_attempts: 0}\n", "selfplay.max_speech_attempts"),
+        ("grpo: {variants: [full]}\n", "'full' is score.variant, the game's own Refiner"),
+        ("grpo: {variants: [pos_only, pos_only]}\n", "each variant once"),
+        ("evaluate: {best_of: [1, 0]}\n", "evaluate.best_of"),
+        (
+            "models: {unseen_follower: {backend: anthropic, model: claude}}\n",
+            "models.unseen_follower: it rescored held-out candidates by log-probabilities",
+        ),
     ],
 )
 def test_impossible_pairings_are_refused_when_params_load(tmp_path, text, words):

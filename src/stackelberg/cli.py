@@ -12,6 +12,7 @@ from typing import Any
 
 from stackelberg.agents import AGENT_KINDS, LLM_AGENT_KINDS, check_kind, make_agent, seat_agents
 from stackelberg.agents.human import HumanAgent, HumanQuit
+from stackelberg.agents.llm_agents import MAX_SPEECH_ATTEMPTS
 from stackelberg.agents.prompting import transcript_line
 from stackelberg.agents.runner import Table, play_tables
 from stackelberg.games import GAME_NAMES, Game, GameError, make_game
@@ -35,7 +36,8 @@ def parse_sets(pairs: Sequence[str]) -> dict[str, str]:
 
 
 def summarize(records: Iterable[dict[str, Any]]) -> str:
-    """Wins by team and by role, as a small text table."""
+    """Wins by team and by role, and what the LLM seats' answers cost, as small text tables."""
+    records = list(records)
     by_team: Counter[str] = Counter()
     role_games: Counter[str] = Counter()
     role_wins: Counter[str] = Counter()
@@ -79,7 +81,7 @@ def summarize(records: Iterable[dict[str, Any]]) -> str:
             colalign=("left", "right", "right"),
         ),
     ]
-    return "\n\n".join(parts + score_lines(scored))
+    return "\n\n".join(parts + score_lines(scored) + llm_count_lines(records))
 
 
 def score_lines(scored: list[tuple[str, dict[str, float]]]) -> list[str]:
@@ -97,6 +99,31 @@ def score_lines(scored: list[tuple[str, dict[str, float]]]) -> list[str]:
         for team in teams
     ]
     return [tabulate(rows, ("mean score by seat", *dims), disable_numparse=True)]
+
+
+#: the summary's rows of LLM seat counts: (row, its seat facts: asked, re-asked, fell back)
+LLM_COUNT_ROWS = (
+    ("speeches", ("speech_asks", "speech_reasks", "fallback_speeches")),
+    ("generated choices", ("choice_asks", "choice_reasks", "invalid_choices")),
+)
+
+
+def llm_count_lines(records: Sequence[dict[str, Any]]) -> list[str]:
+    """The LLM seats' speeches and generated choices, summed over the games: how many were
+    made, the answers asked for and re-asked, and how many fell back (the fallback line, a
+    random legal option), with the share of those made; nothing without LLM seats."""
+    seats = [p for rec in records for p in rec["players"] if "speech_asks" in p]
+    if not seats:
+        return []
+    from tabulate import tabulate
+
+    rows = []
+    for name, keys in LLM_COUNT_ROWS:
+        asked, reasked, fell = (sum(p.get(k, 0) for p in seats) for k in keys)
+        made = asked - reasked
+        rows.append((name, made, asked, reasked, fell, pct(fell, made)))
+    headers = ("LLM seats", "made", "asked", "re-asked", "fell back", "share")
+    return [tabulate(rows, headers, colalign=("left", *["right"] * 5))]
 
 
 def mean(xs: list[float]) -> float:
@@ -169,7 +196,7 @@ def cmd_play(args: argparse.Namespace) -> int:
         extras["lspo"] = {"policy": load_lspo_policy(args.lspo)}
     judged = options.get("evaluator") == "llm"  # a scored game's LLM evaluator
     llm = _backend(args) if judged or any(k in LLM_AGENT_KINDS for k in kinds) else None
-    agent_options = {"choice": args.choice}
+    agent_options = {"choice": args.choice, "max_speech_attempts": args.max_speech_attempts}
 
     def seat(kind: str) -> Any:
         if kind == HumanAgent.kind:
@@ -354,6 +381,14 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["auto", "score", "generate"],
         help="how LLM agents choose among options: score them, answer a numbered list, or "
         "auto (score where the backend can)",
+    )
+    play.add_argument(
+        "--max-speech-attempts",
+        type=int,
+        default=MAX_SPEECH_ATTEMPTS,
+        metavar="N",
+        help="LLM agents: samples of a speech while the model only echoes its prompt, before "
+        f"the fallback line (default: {MAX_SPEECH_ATTEMPTS}; 1: no re-asks)",
     )
     play.add_argument(
         "--tactics",

@@ -24,12 +24,14 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     Field,
+    PositiveInt,
     ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 
+from stackelberg.agents.llm_agents import MAX_SPEECH_ATTEMPTS
 from stackelberg.games import GAME_NAMES, check_game_name
 from stackelberg.llm.config import Dtype, LLMConfig
 from stackelberg.persuasion.candidates import SampleSettings, trained_sampling
@@ -64,8 +66,10 @@ class WeightedLLMConfig(LLMConfig):
 ModelEntry = LLMConfig | list[WeightedLLMConfig]
 
 
-def entry_models(entry: ModelEntry) -> list[LLMConfig]:
-    """Every model an entry may use."""
+def entry_models(entry: ModelEntry | None) -> list[LLMConfig]:
+    """Every model an entry may use (none for an optional role left out)."""
+    if entry is None:
+        return []
     return [m.config() for m in entry] if isinstance(entry, list) else [entry]
 
 
@@ -81,7 +85,9 @@ def draw_model(entry: ModelEntry, seed: int) -> LLMConfig:
 class ModelsParams(Settings):
     labeler: ModelEntry = Field(
         default_factory=LLMConfig,
-        description="the intent labeler (a list: each instance's game draws one)",
+        description="the intent labeler of label.scheme per_response and json, unused by "
+        "scripted; also the LLM evaluator of Sotopia's evaluator: llm (a list: each "
+        "instance's game draws one)",
     )
     refiner: LLMConfig = Field(
         default_factory=lambda: LLMConfig(model="models/base"),
@@ -95,6 +101,12 @@ class ModelsParams(Settings):
         default_factory=lambda: LLMConfig(model="models/base"),
         description="the LLM players (direct, react) of self-play and of the tournaments "
         "(a list: each game draws one)",
+    )
+    unseen_follower: LLMConfig | None = Field(
+        None,
+        description="a follower the Refiner never trained against (another model family): "
+        "it rescored the held-out candidates of every Refiner, beside the Measurer (the "
+        "Measurer is not the real follower); null: none",
     )
 
     @model_validator(mode="before")
@@ -124,6 +136,12 @@ class PlayerParams(Settings):
     max_choice_attempts: int = Field(
         3, ge=1, description="generate: answers asked for before a random legal option"
     )
+    max_speech_attempts: int = Field(
+        MAX_SPEECH_ATTEMPTS,
+        ge=1,
+        description="LLM players: samples of a speech (each with its own seed) while the "
+        "model only echoes its prompt (e.g. a heading), before the fallback line",
+    )
     speech_tokens: int = Field(32, ge=4, description="LLM players: new tokens per speech")
     thought_tokens: int = Field(40, ge=4, description="react players: new tokens per thought")
     reasoning_tokens: int = Field(
@@ -139,6 +157,7 @@ class PlayerParams(Settings):
         return {
             "choice": self.choice,
             "max_choice_attempts": self.max_choice_attempts,
+            "max_speech_attempts": self.max_speech_attempts,
             "speech_tokens": self.speech_tokens,
             "thought_tokens": self.thought_tokens,
             "reasoning_tokens": self.reasoning_tokens,
@@ -187,6 +206,15 @@ class EvaluateParams(PlayerParams):
     )
     batch_games: int = Field(
         256, ge=1, description="tables played at once (their LLM calls batched together)"
+    )
+    best_of: list[PositiveInt] = Field(
+        default_factory=list,
+        description="best-of-k held out, the no-training peer: the untrained Refiner samples "
+        "max(best_of) candidates and the Measurer keeps the best of the first k, for each k "
+        "(e.g. [1, 4, 8]); empty: none",
+    )
+    examples: int = Field(
+        5, ge=0, description="held-out instances shown side by side in the report"
     )
     viewer_games: int = Field(
         4,
@@ -360,12 +388,24 @@ def check_pairings(params: Params) -> None:
             f"the {models.measurer.describe()} gives none; use a local model or a vLLM server "
             "(backend: openai)"
         )
+    unseen = models.unseen_follower
+    if unseen is not None and not unseen.can_score():
+        raise ParamsError(
+            f"models.unseen_follower: it rescored held-out candidates by log-probabilities, "
+            f"but the {unseen.describe()} gives none; use a local model or a vLLM server"
+        )
     if models.refiner.backend != "local":
         raise ParamsError(
             f"models.refiner: GRPO trains the Refiner's weights, so it must be a local model "
             f"(backend: local), not the {models.refiner.describe()}"
         )
     for game in params.games:
+        variant = params.for_game("score", game).variant
+        if variant in params.for_game("grpo", game).variants:
+            raise ParamsError(
+                f"grpo.variants ({game}): {variant!r} is score.variant, the game's own Refiner; "
+                "list only the other variants"
+            )
         for stage in ("selfplay", "evaluate"):
             section = params.for_game(stage, game)
             if section.choice != "score":

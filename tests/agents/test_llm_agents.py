@@ -3,12 +3,15 @@ choice by scoring."""
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 from stackelberg.agents import make_agent
-from stackelberg.agents.llm_agents import FALLBACK_SPEECH
+from stackelberg.agents.llm_agents import FALLBACK_SPEECH, attempt_seed
 from stackelberg.agents.prompting import clean_speech, option_label, spoken
-from stackelberg.agents.runner import Table, play_tables
+from stackelberg.agents.runner import Table, agent_rng, play_tables
 from stackelberg.games import ConfigError, make_game
 from stackelberg.games.onuw import ROLE_TEAM, TEAM_ORDER
 from stackelberg.llm.base import GenerateRequest
@@ -161,3 +164,99 @@ def test_a_player_says_no_heading_or_log_label_its_model_echoes(generated, said)
     [record] = play_tables([Table(game, agents, seed=0)], llm)
     speeches = [e["data"]["text"] for e in record["events"] if e["type"] == "speech"]
     assert speeches and set(speeches) == {said}
+
+
+class _Echoing(_Counter):
+    """A pretend backend whose first ``junk`` samples of each speech prompt echo a heading
+    of the prompt, and later ones are a speech; it keeps each speech request's seat,
+    prompt and seed, and scores the first option highest."""
+
+    def __init__(self, junk: int) -> None:
+        self.junk = junk
+        self.asked: list[tuple[str, str, int]] = []  # (seat's name, prompt, seed)
+
+    def run_batch(self, requests):
+        out = []
+        for r in requests:
+            if not isinstance(r, GenerateRequest):
+                out.append([[-float(i)] for i in range(len(r.continuations))])
+                continue
+            prompt = json.dumps(r.prompt)
+            before = sum(p == prompt for _, p, _ in self.asked)
+            seat = re.search(r"You are (Player \d+)", r.prompt[0]["content"]).group(1)
+            self.asked.append((seat, prompt, r.seed))
+            out.append(["The game so far:" if before < self.junk else "I trust Player 2."])
+        return out
+
+
+def _echoed_game(junk: int, **options):
+    """One Avalon game of six direct players on ``_Echoing``: its record and the backend."""
+    llm = _Echoing(junk)
+    agents = [
+        make_agent("direct", "avalon", llm=llm, max_prompt_tokens=900, **options) for _ in range(6)
+    ]
+    [record] = play_tables([Table(make_game("avalon", {}), agents, seed=0)], llm)
+    return record, llm
+
+
+def _speeches(record) -> list[str]:
+    return [e["data"]["text"] for e in record["events"] if e["type"] == "speech"]
+
+
+def _attempts(llm: _Echoing, seat: str) -> list[list[tuple[str, int]]]:
+    """A seat's speech requests grouped by prompt, in order: each speech's attempts."""
+    groups: list[list[tuple[str, int]]] = []
+    for who, prompt, seed in llm.asked:
+        if who == seat:
+            if groups and groups[-1][0][0] == prompt:
+                groups[-1].append((prompt, seed))
+            else:
+                groups.append([(prompt, seed)])
+    return groups
+
+
+def test_an_echoed_speech_is_sampled_again_with_derived_seeds_and_counted():
+    record, llm = _echoed_game(junk=2)  # two echoes, then a speech: within the bound of 3
+    speeches = _speeches(record)
+    assert speeches and set(speeches) == {"I trust Player 2."}
+    for seat in record["players"]:
+        attempts = _attempts(llm, seat["name"])
+        said = sum(e["type"] == "speech" and e["player"] == seat["id"] for e in record["events"])
+        assert len(attempts) == said > 0 and all(len(a) == 3 for a in attempts)
+        counts = (seat["speech_asks"], seat["speech_reasks"], seat["fallback_speeches"])
+        assert counts == (3 * said, 2 * said, 0)
+        for speech in attempts:
+            first = speech[0][1]
+            seeds = [seed for _, seed in speech]
+            assert seeds == [attempt_seed(first, i) for i in range(3)] and len(set(seeds)) == 3
+        # the first attempts draw the seeds a player without re-asks draws: the seat's stream
+        rng = agent_rng(0, seat["id"])
+        assert [a[0][1] for a in attempts] == [rng.randrange(2**31) for _ in attempts]
+    assert llm.asked == _echoed_game(junk=2)[1].asked  # the same seeds again: reproducible
+
+
+@pytest.mark.parametrize("bound", [1, 2, 3])
+def test_a_speech_that_stays_an_echo_falls_back_after_exactly_the_bound(bound):
+    record, llm = _echoed_game(junk=99, max_speech_attempts=bound)
+    speeches = _speeches(record)
+    assert speeches and set(speeches) == {FALLBACK_SPEECH}
+    for seat in record["players"]:
+        attempts = _attempts(llm, seat["name"])
+        assert attempts and all(len(a) == bound for a in attempts)
+        n = len(attempts)
+        counts = (seat["speech_asks"], seat["speech_reasks"], seat["fallback_speeches"])
+        assert counts == (bound * n, (bound - 1) * n, n)
+
+
+def test_attempt_seeds_keep_the_first_and_are_the_same_in_every_process():
+    assert attempt_seed(12345, 0) == 12345
+    seeds = [attempt_seed(12345, i) for i in range(1, 6)]
+    assert len(set(seeds)) == 5 and all(0 <= s < 2**31 for s in seeds)
+    # pinned: the response cache keys on the seed, so another derivation would miss every
+    # cached re-ask (and a per-process one, such as Python's ``hash`` of a str, would too)
+    assert seeds[0] == 751600639
+
+
+def test_the_speech_attempts_are_at_least_one():
+    with pytest.raises(ConfigError, match="max_speech_attempts must be at least 1, got 0"):
+        make_agent("direct", "avalon", llm=_Echoing(0), max_speech_attempts=0)

@@ -25,7 +25,9 @@ from stackelberg.evaluation.report import (
     overall_table,
     render_markdown,
     render_text,
+    report_tables,
     terminal_report,
+    training_table,
 )
 from stackelberg.evaluation.tournament import play_matrix
 
@@ -132,9 +134,11 @@ def test_metrics_json_layout(tiny_metrics):
         "seeds",
         "conditions",
         "choices",
+        "speeches",
         "paired",
         "reward",
         "refiner_outputs",
+        "training",
     }
     assert (m["version"], m["game"], m["opponent"], m["seeds"]) == (
         1,
@@ -280,3 +284,67 @@ def test_metrics_name_their_game_without_tournament_records():
 
     m = game_metrics([], [0.1, 0.2], [0.3, 0.4], resamples=200, game="onuw")
     assert m["game"] == "onuw" and m["conditions"] == {} and m["reward"]["before"]["n"] == 2
+
+
+def with_training(game: str, rise: dict | None) -> dict:
+    """A game's metrics with no tournament and no held-out reward, only the training's rise."""
+    m = game_metrics([], game=game)
+    m["training"] = None if rise is None else {"reward_rise": rise}
+    return m
+
+
+RISE = {
+    "estimate": 0.31,
+    "ci": [0.125, 0.5],
+    "first": -0.4,
+    "last": -0.09,
+    "n_first": 16,
+    "n_last": 12,
+    "steps": 40,
+    "window_steps": 8,
+    "significant": True,
+    "verdict": "rises",
+}
+FEW = {
+    "estimate": None,
+    "ci": None,
+    "steps": 1,
+    "significant": False,
+    "verdict": "too few steps (1 < 2)",
+}
+
+
+def test_the_training_table_puts_each_number_in_its_cell():
+    by_game = {
+        "onuw": with_training("onuw", RISE),
+        "avalon": with_training("avalon", FEW),
+        "werewolf": with_training("werewolf", None),  # no prompt rewards kept: no row
+    }
+    table = training_table(by_game)
+    assert table.headers == [
+        "game",
+        "steps",
+        "first 20%",
+        "last 20%",
+        "diff [95% CI]",
+        "prompts",
+        "verdict",
+    ]
+    assert table.rows == [
+        ["onuw", "40", "-0.400", "-0.090", "+0.310 [0.125, 0.500]", "16 / 12", "rises"],
+        ["avalon", "1", "-", "-", "-", "-", "too few steps (1 < 2)"],
+    ]
+    md = squeeze(markdown_report(by_game))
+    assert "### GRPO training reward: last 20% of steps vs first 20%" in md
+    assert "| onuw | 40 | -0.400 | -0.090 | +0.310 [0.125, 0.500] | 16 / 12 | rises |" in md
+    assert "onuw 40 -0.400 -0.090 +0.310 [0.125, 0.500] 16 / 12 rises" in squeeze(
+        terminal_report(by_game)
+    )
+
+
+def test_metrics_written_before_the_training_key_still_render(tiny_metrics):
+    old = {k: v for k, v in tiny_metrics.items() if k != "training"}
+    titles = [t.title for t in report_tables({"avalon": old})]
+    assert titles == [t.title for t in report_tables({"avalon": tiny_metrics})]
+    assert not any("GRPO training reward" in t for t in titles)
+    assert "Held-out Measurer reward" in markdown_report({"avalon": old})

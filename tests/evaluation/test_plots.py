@@ -58,23 +58,43 @@ def test_win_rates_draw_each_condition_over_overall_camps_and_roles(metrics):
         assert bar_heights(ax, name) == pytest.approx(expected)
 
 
-def test_reward_curve_draws_the_rewards_and_their_moving_average():
-    ax = reward_curve_figure([0.0, 1.0, 2.0, 3.0], window=2).axes[0]
-    per_step, smooth = ax.get_lines()
-    assert list(per_step.get_xdata()) == [1, 2, 3, 4]
-    assert list(per_step.get_ydata()) == [0.0, 1.0, 2.0, 3.0]
-    assert list(smooth.get_ydata()) == pytest.approx([0.0, 0.5, 1.5, 2.5])
+def test_reward_curve_draws_prompts_step_means_and_the_compared_windows():
+    means = {s: 0.1 * s for s in range(1, 11)}
+    prompts = {s: [0.1 * s - 0.05, 0.1 * s + 0.05] for s in range(1, 11)}
+    rise = {"estimate": 0.8, "ci": [0.6, 1.0], "verdict": "rises"}
+    ax = reward_curve_figure(means, prompts, rise).axes[0]
+    (line,) = ax.get_lines()
+    assert list(line.get_xdata()) == list(range(1, 11))
+    assert list(line.get_ydata()) == pytest.approx([0.1 * s for s in range(1, 11)])
+    (points,) = ax.collections
+    drawn = [float(x) for p in points.get_offsets() for x in p]  # step, reward, step, ...
+    assert drawn == pytest.approx([x for s, rs in prompts.items() for r in rs for x in (s, r)])
+    spans = [(p.get_x(), p.get_x() + p.get_width()) for p in ax.patches]
+    assert spans == [(0.5, 2.5), (8.5, 10.5)]  # steps 1-2 and 9-10: a fifth of ten each
     assert texts(ax) == (
-        "Training reward",
+        "Training reward: last - first +0.800 [0.600, 1.000], rises",
         "GRPO step",
-        "mean Measurer reward",
-        ["per step", "moving average (2)"],
+        "Measurer reward",
+        [
+            "prompt (mean of its group)",
+            "step mean",
+            "first 20% (2 steps)",
+            "last 20% (2 steps)",
+        ],
     )
 
 
-def test_a_single_step_has_no_moving_average():
-    (line,) = reward_curve_figure([1.0]).axes[0].get_lines()
-    assert list(line.get_ydata()) == [1.0]
+def test_a_history_without_prompt_rewards_draws_its_step_means_and_windows():
+    ax = reward_curve_figure([0.0, 1.0, 2.0]).axes[0]
+    (line,) = ax.get_lines()
+    assert list(line.get_xdata()) == [1, 2, 3] and list(line.get_ydata()) == [0.0, 1.0, 2.0]
+    assert not ax.collections and ax.get_title() == "Training reward"
+    assert [(p.get_x(), p.get_width()) for p in ax.patches] == [(0.5, 1.0), (2.5, 1.0)]
+
+
+def test_a_single_step_has_no_windows():
+    ax = reward_curve_figure({4: 1.0}, {4: [0.5, 1.5]}).axes[0]
+    assert list(ax.get_lines()[0].get_ydata()) == [1.0] and not ax.patches
 
 
 def test_reward_distribution_draws_both_histograms_with_their_means():
@@ -97,7 +117,9 @@ def test_reward_distribution_draws_both_histograms_with_their_means():
 def test_plots_are_written_as_pngs(tmp_path, metrics):
     paths = [
         plot_win_rates(metrics, tmp_path / "a" / "win_rates.png"),
-        plot_reward_curve([0.1 * i for i in range(30)], tmp_path / "curve.png"),
+        plot_reward_curve(
+            [0.1 * i for i in range(30)], tmp_path / "curve.png", {1: [0.0, 0.2], 30: [3.0]}
+        ),
         plot_reward_distribution([1.0], [1.0], tmp_path / "same.png"),
     ]
     for p in paths:

@@ -144,3 +144,36 @@ def test_real_model_plays_a_paired_onuw_game(local_llm):
     assert [r["condition"] for r in records] == ["direct", "refiner+direct"]
     assert records[0]["players"][0]["role"] == records[1]["players"][0]["role"]
     assert records[1]["refined"] == 1
+
+
+def test_the_llm_seats_speech_counts_reach_the_records_metrics_and_mlflow(make_fake_llm):
+    from stackelberg.evaluation.metrics import game_metrics, mlflow_metrics
+
+    echo = make_fake_llm("The game so far:")  # every sample an echoed heading: all fall back
+    records = play_matrix(
+        "werewolf",
+        ["direct"],
+        seeds=[0, 1],
+        camps=["werewolf"],
+        opponent="scripted",
+        llm_routes=echo,
+        agent_options={"max_speech_attempts": 2},
+        keep_games=True,
+    )
+    total = 0
+    for r in records:
+        said = sum(
+            e["type"] == "speech" and e["player"] in r["seats"] for e in r["game_record"]["events"]
+        )
+        assert said > 0
+        assert (r["speech_asks"], r["speech_reasks"], r["fallback_speeches"]) == (
+            2 * said,
+            said,
+            said,
+        )
+        total += said
+    metrics = game_metrics(records, resamples=100)
+    counts = {"speech_asks": 2 * total, "speech_reasks": total, "fallback_speeches": total}
+    assert metrics["speeches"] == {"direct": {"games": 2, **counts}}
+    flat = mlflow_metrics(metrics)
+    assert {k: flat[f"speeches/werewolf/direct/{k}"] for k in counts} == counts

@@ -9,19 +9,12 @@ import torch
 
 from stackelberg.llm import ContextLengthError, GenerateRequest, ResponseCache, ScoreRequest
 
+from .scores import max_diff
+
 pytestmark = pytest.mark.slow
 
 CTX = "Day 2 in the village. Alice: I saw Bob near the well at night. Bob: I was asleep. "
 CHAT = [{"role": "user", "content": "Who is the werewolf, Alice or Bob? Answer with one name."}]
-
-
-def max_diff(a, b) -> float:
-    return max(
-        abs(x - y)
-        for ra, rb in zip(a, b, strict=True)
-        for sa, sb in zip(ra, rb, strict=True)
-        for x, y in zip(sa, sb, strict=True)
-    )
 
 
 def test_nested_scores_match_a_full_forward(local_llm):

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from flows.workspace import ROOT, make_workspace  # noqa: F401 (ROOT: for the tests)
 
 
 def sh(args, root, env, timeout=900, check=True):
@@ -21,15 +20,10 @@ def sh(args, root, env, timeout=900, check=True):
 
 
 def make_project(root: Path, params: str, extra_env: dict[str, str] | None = None) -> dict:
-    """Copy the code and ``params`` into ``root``, commit it; the environment to run it in
-    (its own MLflow, Prefect and LLM cache)."""
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in ("stages", "flows", "src", "configs"):
-        shutil.copytree(ROOT / name, root / name, ignore=ignore)
-    for name in ("dvc.yaml", ".dvcignore"):
-        shutil.copy(ROOT / name, root / name)
-    (root / "params.yaml").write_text(params)
-    env = {
+    """A workspace of the project in ``root`` with ``params`` (``flows.workspace``); the
+    environment to run it in (its own MLflow, Prefect and LLM cache)."""
+    make_workspace(root, params)
+    return {
         **os.environ,
         "MLFLOW_TRACKING_URI": f"sqlite:///{root}/mlruns.db",
         "PREFECT_HOME": str(root / ".prefect-home"),
@@ -43,8 +37,3 @@ def make_project(root: Path, params: str, extra_env: dict[str, str] | None = Non
         "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
         **(extra_env or {}),
     }
-    sh(["git", "init", "-q"], root, env)
-    sh(["dvc", "init", "-q"], root, env)
-    sh(["git", "add", "-A"], root, env)
-    sh(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "project"], root, env)
-    return env

@@ -26,13 +26,15 @@ def stage(monkeypatch):
     torch.set_num_threads(2)
     budget = PrefixBudget(max_bytes=1000)
     measurer, player = Backend(budget), Backend(budget)
-    cand = SimpleNamespace(raw="I was home.", utterance="I was home.")
+    cand = SimpleNamespace(raw="I was home.", utterance="I was home.", parsed=True)
+    row = {"instance_id": "w-1", "base_utterance": "Hi.", "desired": ["a"], "undesired": ["b"]}
     sampled = {
-        "rows": [{"desired": ["a"], "undesired": ["b"]}] * 2,
+        "rows": [row] * 2,
         "views": [None, None],
         "room": 8,
-        "before": [[cand, cand]] * 2,
+        "pool": [[cand, cand]] * 2,
         "after": [[cand, cand]] * 2,
+        "variants": {},
         "before_outputs": {},
         "after_outputs": {},
     }
@@ -43,7 +45,8 @@ def stage(monkeypatch):
             (threading.current_thread().name, torch.get_num_threads(), llm.prefix_store.budget)
         )
         seen["scored"].set()
-        return [SimpleNamespace(reward=float(i)) for i in range(len(texts))], 0
+        parts = dict(words=3, positive=-1.0, negative=-2.0, length_penalty=0.0)
+        return [SimpleNamespace(reward=float(i), **parts) for i in range(len(texts))], 0
 
     def play_matrix(*args, **kwargs):
         # the lane scores while the tables play (without it, this waits out its timeout)

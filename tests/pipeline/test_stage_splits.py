@@ -24,7 +24,15 @@ INTENTS = pl.DataFrame(
 def test_sample_score_and_grpo_plan_the_train_split_only(monkeypatch, stage):
     monkeypatch.setattr(stage, "read_dataset", lambda path, name: INTENTS)
     ctx = SimpleNamespace(
-        path=lambda s=None: Path(s or "x"), section=SimpleNamespace(batch_instances=1)
+        path=lambda s=None: Path(s or "x"), section=SimpleNamespace(batch_instances=1, variants=[])
     )
     ids = [i for item in stage.plan(ctx) for i in item["ids"]]
     assert ids == ["werewolf-1-4", "werewolf-3-2"]
+
+
+def test_grpo_trains_each_ablation_variant_on_the_same_instances(monkeypatch):
+    monkeypatch.setattr(grpo, "read_dataset", lambda path, name: INTENTS)
+    section = SimpleNamespace(variants=["pos_only", "neg_only"])
+    items = grpo.plan(SimpleNamespace(path=lambda s=None: Path(s or "x"), section=section))
+    assert [item.get("variant") for item in items] == [None, "pos_only", "neg_only"]
+    assert all(item["ids"] == ["werewolf-1-4", "werewolf-3-2"] for item in items)

@@ -305,6 +305,39 @@ def test_reward_with_a_log_metric_parameter_gets_trls_logger():
     assert logged == [(PARSE_RATE, 0.5)]
 
 
+def test_reward_with_a_step_parameter_gets_the_step_that_trains_on_it():
+    from types import SimpleNamespace
+
+    seen = []
+
+    def reward(completions, step):
+        seen.append(step)
+        return [0.0] * len(completions)
+
+    f = trl_reward(reward)
+    f(prompts=[[]], completions=["a"], trainer_state=SimpleNamespace(global_step=4))
+    f(prompts=[[]], completions=["a"])  # no trainer state: no step to tell
+    assert seen == [5, None]
+
+
+@pytest.mark.slow
+def test_each_optimizer_step_calls_the_reward_once_with_its_number(embedded_base, tmp_path):
+    """Two passes per optimizer step (micro_batch 1 of 2 completions) still score one
+    generation batch per step, numbered as the step history numbers it."""
+    steps = []
+
+    def reward(completions, instance_id, step):
+        steps.append(step)
+        return [float(len(c)) for c in completions]
+
+    settings = GRPOSettings(
+        num_generations=2, max_completion_length=8, precision="float32", micro_batch=1
+    )
+    columns = {"instance_id": ["w-1", "a-7"]}
+    result = train_refiner(embedded_base, PROMPTS, columns, reward, settings, tmp_path / "a")
+    assert steps == [h["step"] for h in result.history] == [1, 2]
+
+
 def test_stop_strings_become_every_token_that_holds_them():
     class Vocab:
         texts = ["Hello", " world", "\n", ".\n\n", " \n", "x"]

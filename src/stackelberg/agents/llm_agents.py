@@ -3,7 +3,12 @@ and ``StepsAgent``, the players that reason in steps before they act (``react`` 
 multi-step players of ``agents.baselines``); each step's answer goes into the record as the
 player's private reasoning.
 
-Free speech is generated. A choice among legal options (votes, targets, teams, night
+Free speech is generated. A speech that is only an echo of the prompt (``spoken`` gives
+nothing: a heading such as "The game so far:") is sampled again with another seed, derived
+from the first (``attempt_seed``), at most ``max_speech_attempts`` times in all; then the
+player says ``FALLBACK_SPEECH``, counted in ``fallback_speeches``.
+
+A choice among legal options (votes, targets, teams, night
 actions) is made in one of two ways (``choice``):
 
 - ``score``: each option's words are scored as the answer and the most likely is taken
@@ -20,6 +25,7 @@ runner batches the requests of many tables together.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Generator
 from typing import Any, ClassVar
 
@@ -41,6 +47,8 @@ from stackelberg.games.base import SPEAK, ConfigError, Decision
 from stackelberg.llm import GenerateRequest, ScoreRequest
 
 FALLBACK_SPEECH = "I have nothing to add for now."
+#: the default of ``max_speech_attempts`` (PlayerParams states the pipeline's setting)
+MAX_SPEECH_ATTEMPTS = 3
 #: how a player with a no-LLM way to play speaks (rl_ins, strategist: the agent option
 #: ``speech``): an LLM's words, or the scripted player's templates (no LLM at all)
 SPEECH_MODES = ("llm", "template")
@@ -54,6 +62,16 @@ def check_speech_mode(speech: str) -> str:
 
 
 NO_ANSWER = "(no answer)"
+
+
+def attempt_seed(seed: int, attempt: int) -> int:
+    """The seed of a request's ``attempt``-th sample (0: ``seed`` itself, so a first attempt
+    and its cached answer are what they were before re-asks existed); a hash, not Python's
+    ``hash``, so that runs and the response cache's keys are the same in every process."""
+    if attempt == 0:
+        return seed
+    digest = hashlib.sha256(f"{seed}:{attempt}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") % 2**31
 
 
 def mean(values: list[float]) -> float:
@@ -77,6 +95,7 @@ class LLMAgent(Agent):
         choice: str = "auto",
         max_choice_attempts: int = 3,
         choice_tokens: int = 24,
+        max_speech_attempts: int = MAX_SPEECH_ATTEMPTS,
         route: str | None = None,
     ) -> None:
         if choice not in CHOICE_MODES:
@@ -88,6 +107,8 @@ class LLMAgent(Agent):
             )
         if max_choice_attempts < 1:
             raise ConfigError(f"max_choice_attempts must be at least 1, got {max_choice_attempts}")
+        if max_speech_attempts < 1:
+            raise ConfigError(f"max_speech_attempts must be at least 1, got {max_speech_attempts}")
         self.llm = llm
         self.choice = (
             choice
@@ -96,6 +117,7 @@ class LLMAgent(Agent):
         )
         self.max_choice_attempts = max_choice_attempts
         self.choice_tokens = choice_tokens
+        self.max_speech_attempts = max_speech_attempts
         #: the backend route of this player's requests (None: the table's default backend)
         self.route = route
         self.max_prompt_tokens = max_prompt_tokens
@@ -119,6 +141,9 @@ class LLMAgent(Agent):
         self.choice_asks = 0  # generated choices: answers asked for, re-asks included
         self.choice_reasks = 0
         self.invalid_choices = 0  # choices that fell back to a random legal option
+        self.speech_asks = 0  # speeches: samples asked for, re-asks included
+        self.speech_reasks = 0
+        self.fallback_speeches = 0  # speeches said as FALLBACK_SPEECH
 
     def seat_facts(self) -> dict[str, Any]:
         return {
@@ -127,6 +152,9 @@ class LLMAgent(Agent):
             "choice_asks": self.choice_asks,
             "choice_reasks": self.choice_reasks,
             "invalid_choices": self.invalid_choices,
+            "speech_asks": self.speech_asks,
+            "speech_reasks": self.speech_reasks,
+            "fallback_speeches": self.fallback_speeches,
         }
 
     def _send(self, request: Any) -> Any:
@@ -183,12 +211,26 @@ class LLMAgent(Agent):
         style = speech_style(self.game) if decision.options is None else ""
         spec = player_spec(self.game, self.player, question, style)
         if decision.options is None:
-            messages = self._messages(spec, self.speech_tokens)
-            [[text]] = yield [self._generate(messages, self.speech_tokens)]
-            return spoken(text) or FALLBACK_SPEECH
+            return (yield from self._speech(spec))
         labels = [option_label(o, decision.kind) for o in decision.options]
         index = yield from self._choose(spec, labels)
         return decision.options[index]
+
+    def _speech(self, spec: PromptSpec) -> Generator[list[Any], list[Any], str]:
+        """The speech, sampled again while the model only echoes its prompt, then
+        ``FALLBACK_SPEECH``. Every attempt asks the same prompt (its computed prefix is
+        reused); only the seed differs."""
+        messages = self._messages(spec, self.speech_tokens)
+        seed = self.rng.randrange(2**31)  # drawn as before re-asks existed: same first sample
+        for attempt in range(self.max_speech_attempts):
+            self.speech_asks += 1
+            self.speech_reasks += attempt > 0
+            request = self._generate(messages, self.speech_tokens, attempt_seed(seed, attempt))
+            [[text]] = yield [request]
+            if speech := spoken(text):
+                return speech
+        self.fallback_speeches += 1
+        return FALLBACK_SPEECH
 
     def _choose(self, spec: PromptSpec, labels: list[str]) -> Generator[list[Any], list[Any], int]:
         """The index of one of ``labels``, chosen as ``self.choice`` says: the most likely
@@ -220,7 +262,8 @@ class LLMAgent(Agent):
         self.invalid_choices += 1
         return self.rng.randrange(len(labels))
 
-    def _generate(self, messages: list[dict], max_new_tokens: int) -> Any:
+    def _generate(self, messages: list[dict], max_new_tokens: int, seed: int | None = None) -> Any:
+        """A sampled answer; ``seed`` None draws one from the seat's stream."""
         return self._send(
             GenerateRequest(
                 messages,
@@ -229,7 +272,7 @@ class LLMAgent(Agent):
                 top_p=self.top_p,
                 max_new_tokens=max_new_tokens,
                 stop=("\n",),
-                seed=self.rng.randrange(2**31),
+                seed=self.rng.randrange(2**31) if seed is None else seed,
             )
         )
 

@@ -13,6 +13,8 @@ Layout of ``reports/{game}/metrics.json``::
          "roles": {"seer": {...}, "werewolf": {...}}}},   # roles held by the tested camp
      "choices": {"react": {"games": 64, "choice_asks": 900, "choice_reasks": 12,
                            "invalid_choices": 1}},   # generated choices of all LLM seats
+     "speeches": {"react": {"games": 64, "speech_asks": 700, "speech_reasks": 40,
+                            "fallback_speeches": 5}},  # speeches of all LLM seats
      "paired": [                          # X against refiner+X on the same (camp, seed)
        {"base": "react", "treated": "refiner+react", "camp": "all", "n": 64,
         "base_rate": 0.328, "treated_rate": 0.375, "diff": 0.047, "ci": [-0.06, 0.16],
@@ -23,7 +25,11 @@ Layout of ``reports/{game}/metrics.json``::
      "scores": {...},                     # scored games only (Sotopia): see score_metrics
      "refiner_outputs": {                 # per Refiner run (REFINER_RUNS): its completions,
        "sample": {"completions": 32, "ended_rate": 0.91, "parse_rate": 0.97},  # the share
-       "grpo": {...}, "held_out_before": {...}, "held_out_after": {...}}}  # ended, parsed
+       "grpo": {...}, "held_out_before": {...}, "held_out_after": {...}},  # ended, parsed
+     "training": {"reward_rise": {        # GRPO's prompt rewards, last 20% of steps - first
+       "estimate": 0.31, "ci": [0.12, 0.5], "first": -0.4, "last": -0.09,
+       "n_first": 16, "n_last": 16, "steps": 40, "window_steps": 8,
+       "significant": true, "verdict": "rises"}}}
 
 A scored game (its GameSpec has ``dimensions``: Sotopia) has no winners to count: its
 ``conditions`` and ``paired`` are empty, and ``scores`` holds, per condition and dimension,
@@ -45,6 +51,12 @@ the same instances in the same order). ``reward`` is null when no rewards were g
 ended on their own (end-of-sequence or the stop) before the token limit, measured from
 the generation (token counts; in GRPO, 1 - TRL's ``completions/clipped_ratio``), and the
 share that parsed (a usable speech in the asked format); empty when none was given.
+``training``: whether GRPO raised the reward (``training_curve.reward_rise``): the mean of
+the prompts' rewards (each the mean of its GRPO group) in the last 20% of steps minus the
+first 20%, a bootstrap 95% interval resampling each window's prompts, and a verdict: rises or
+falls when the interval excludes 0, "no clear change" when it does not, too few to conclude
+below ``MIN_UNITS`` prompts in a window, and too few steps (``estimate`` null) below two.
+``training`` is null when no prompt rewards were given (a run trained before they were kept).
 """
 
 from __future__ import annotations
@@ -54,6 +66,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from stackelberg.evaluation.held_out import held_out_mlflow
 from stackelberg.evaluation.stats import (
     Interval,
     bootstrap_diff,
@@ -62,7 +75,13 @@ from stackelberg.evaluation.stats import (
     paired_bootstrap_diff,
     wilson,
 )
-from stackelberg.evaluation.tournament import CHOICE_COUNTS, REFINER_PREFIX, Record
+from stackelberg.evaluation.tournament import (
+    CHOICE_COUNTS,
+    REFINER_PREFIX,
+    SPEECH_COUNTS,
+    Record,
+)
+from stackelberg.evaluation.training_curve import MIN_STEPS, reward_rise
 from stackelberg.games import game_spec
 
 METRICS_VERSION = 1
@@ -72,6 +91,8 @@ METRICS_VERSION = 1
 REFINER_RUNS = ("sample", "grpo", "held_out_before", "held_out_after", "tournament")
 ALPHA = 0.05
 NOT_SIGNIFICANT = "no significant difference (interval includes 0)"
+#: the verdicts of the training reward's rise (``training_summary``)
+RISES, FALLS, NO_CLEAR_CHANGE = "rises", "falls", "no clear change"
 
 
 def rate(wins: int, n: int) -> dict[str, Any]:
@@ -117,14 +138,16 @@ def win_rates(records: Iterable[Record]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def choice_counts(records: Iterable[Record]) -> dict[str, dict[str, int]]:
-    """Per condition: the generated choices of every LLM seat (answers asked for, re-asks,
-    random fallbacks) and the games, so that a reader sees what the re-asks cost."""
+def seat_counts(records: Iterable[Record], keys: Sequence[str]) -> dict[str, dict[str, int]]:
+    """Per condition: the games and the sums of ``keys`` over every LLM seat, so that a
+    reader sees what the re-asks cost: the generated choices (``CHOICE_COUNTS``: answers
+    asked for, re-asks, random fallbacks) or the speeches (``SPEECH_COUNTS``: samples asked
+    for, re-asks of echoes, fallback lines). A record from before a key existed counts 0."""
     out: dict[str, dict[str, int]] = {}
     for r in records:
-        c = out.setdefault(r["condition"], {"games": 0, **dict.fromkeys(CHOICE_COUNTS, 0)})
+        c = out.setdefault(r["condition"], {"games": 0, **dict.fromkeys(keys, 0)})
         c["games"] += 1
-        for key in CHOICE_COUNTS:
+        for key in keys:
             c[key] += r.get(key, 0)
     return out
 
@@ -243,9 +266,11 @@ def game_metrics(
     seed: int = 0,
     game: str | None = None,
     refiner_outputs: Mapping[str, Mapping[str, float]] | None = None,
+    step_rewards: Mapping[int, Sequence[float]] | None = None,
 ) -> dict[str, Any]:
     """The metrics.json content of one game (see the module docstring); ``game`` names it
-    when there are no tournament records to take the name from."""
+    when there are no tournament records to take the name from; ``step_rewards`` are GRPO's
+    prompt rewards by step (``training.prompt_rewards.step_prompt_rewards``)."""
     games = {r["game"] for r in records} | ({game} if game else set())
     if len(games) > 1:
         raise ValueError(f"game_metrics: records of several games: {sorted(games)}")
@@ -261,12 +286,41 @@ def game_metrics(
         "seeds": sorted({r["seed"] for r in records}),
         # a scored game (Sotopia) reports its dimensions in place of win rates
         "conditions": {} if dimensions else win_rates(records),
-        "choices": choice_counts(records),
+        "choices": seat_counts(records, CHOICE_COUNTS),
+        "speeches": seat_counts(records, SPEECH_COUNTS),
         "paired": [] if dimensions else paired_tests(records, pairs, resamples, seed),
         **scored,
         "reward": reward_summary(reward_before, reward_after, resamples=resamples, seed=seed),
         "refiner_outputs": refiner_output_rates(refiner_outputs),
+        "training": training_summary(step_rewards, resamples, seed),
     }
+
+
+def training_summary(
+    step_rewards: Mapping[int, Sequence[float]] | None, resamples: int = 2000, seed: int = 0
+) -> dict[str, Any] | None:
+    """The ``training`` entry (module docstring): the reward's rise over the GRPO run, with
+    the same verdict rule as the held-out reward (``verdict``) in words fit for a curve."""
+    if step_rewards is None:
+        return None
+    rise = reward_rise(step_rewards, resamples=resamples, seed=seed)
+    if rise is None:
+        n = len(step_rewards)
+        return {
+            "reward_rise": {
+                "estimate": None,
+                "ci": None,
+                "steps": n,
+                "significant": False,
+                "verdict": f"too few steps ({n} < {MIN_STEPS})",
+            }
+        }
+    significant, words = verdict(rise.diff)
+    if significant:
+        words = RISES if rise.diff.estimate > 0 else FALLS
+    elif words == NOT_SIGNIFICANT:
+        words = NO_CLEAR_CHANGE
+    return {"reward_rise": {**rise.to_dict(), "significant": significant, "verdict": words}}
 
 
 def _tested_scores(record: Record, dimension: str) -> float | None:
@@ -369,9 +423,14 @@ def mlflow_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
     """metrics.json flattened to MLflow metric names ``stat/game/condition/scope``.
 
     ``stat`` is winrate, wins or games; scope is ``overall``, ``camp.X`` or ``role.X``;
+    the LLM seats' counts ``choices/game/condition/KEY`` (``CHOICE_COUNTS``) and
+    ``speeches/game/condition/KEY`` (``SPEECH_COUNTS``);
     paired tests give ``paired/game/base_vs_treated/{diff,p_value}`` (all camps), rewards
     ``reward/game/{before,after,diff}``, Refiner outputs
-    ``refiner/game/run/{ended_rate,parse_rate}``. ``ablation_from_mlflow`` reads these names.
+    ``refiner/game/run/{ended_rate,parse_rate}``, the training reward's rise
+    held-out details ``held_out/game/...`` (``held_out.held_out_mlflow``),
+    ``training/game/{reward_rise,reward_rise_low,reward_rise_high,reward_first,reward_last,
+    steps}``. ``ablation_from_mlflow`` reads these names.
     """
     game = metrics["game"]
     out: dict[str, float] = {}
@@ -385,9 +444,10 @@ def mlflow_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
             out[f"games/{stem}"] = float(r["n"])
             if r["rate"] is not None:
                 out[f"winrate/{stem}"] = float(r["rate"])
-    for condition, counts in (metrics.get("choices") or {}).items():
-        for key in CHOICE_COUNTS:
-            out[f"choices/{game}/{metric_key(condition)}/{key}"] = float(counts[key])
+    for block, keys in (("choices", CHOICE_COUNTS), ("speeches", SPEECH_COUNTS)):
+        for condition, counts in (metrics.get(block) or {}).items():
+            for key in keys:
+                out[f"{block}/{game}/{metric_key(condition)}/{key}"] = float(counts[key])
     for t in metrics["paired"]:
         if t["camp"] == "all" and t["n"]:
             stem = f"paired/{game}/{metric_key(t['base'])}_vs_{metric_key(t['treated'])}"
@@ -409,6 +469,15 @@ def mlflow_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
         for key in ("ended_rate", "parse_rate"):
             if rates.get(key) is not None:
                 out[f"refiner/{game}/{run}/{key}"] = float(rates[key])
+    rise = (metrics.get("training") or {}).get("reward_rise") or {}
+    if rise.get("estimate") is not None:
+        stem = f"training/{game}"
+        out[f"{stem}/reward_rise"] = float(rise["estimate"])
+        out[f"{stem}/reward_rise_low"], out[f"{stem}/reward_rise_high"] = map(float, rise["ci"])
+        out[f"{stem}/reward_first"] = float(rise["first"])
+        out[f"{stem}/reward_last"] = float(rise["last"])
+        out[f"{stem}/steps"] = float(rise["steps"])
+    out |= held_out_mlflow(game, metrics.get("held_out") or {})
     return out
 
 
@@ -426,6 +495,7 @@ __all__ = [
     "refiner_output_rates",
     "score_metrics",
     "reward_summary",
+    "training_summary",
     "verdict",
     "win_rates",
 ]

@@ -1,5 +1,6 @@
-"""PNG plots of an evaluation: win rate by condition and role (a scored game: its dimensions), the GRPO reward curve, and the
-reward distribution before and after training. Matplotlib with the Agg backend (no display).
+"""PNG plots of an evaluation: win rate by condition and role (a scored game: its dimensions),
+the GRPO reward curve (its prompts, step means and compared windows), and the reward
+distribution before and after training. Matplotlib with the Agg backend (no display).
 
 Each ``*_figure`` function draws and returns the Figure (so tests can read what is drawn);
 each ``plot_*`` writes it as a PNG.
@@ -16,6 +17,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+
+from stackelberg.evaluation.training_curve import MIN_STEPS, WINDOW_SHARE, window_steps  # noqa: E402
 
 
 def _save(fig: Figure, path: str | Path) -> Path:
@@ -92,21 +95,40 @@ def scores_figure(metrics: Mapping[str, Any]) -> Figure:
     return fig
 
 
-def reward_curve_figure(rewards: Sequence[float], window: int = 10) -> Figure:
-    """Mean reward per GRPO step, with a moving average over ``window`` steps."""
-    fig, ax = plt.subplots(figsize=(6, 4))
-    steps = list(range(1, len(rewards) + 1))
-    ax.plot(steps, rewards, alpha=0.4, label="per step")
-    if len(rewards) >= 2:
-        w = max(1, min(window, len(rewards)))
-        smooth = [
-            sum(rewards[max(0, i - w + 1) : i + 1]) / len(rewards[max(0, i - w + 1) : i + 1])
-            for i in range(len(rewards))
-        ]
-        ax.plot(steps, smooth, label=f"moving average ({w})")
+def reward_curve_figure(
+    rewards: Mapping[int, float] | Sequence[float],
+    prompt_rewards: Mapping[int, Sequence[float]] | None = None,
+    rise: Mapping[str, Any] | None = None,
+    share: float = WINDOW_SHARE,
+) -> Figure:
+    """The GRPO run's mean reward per step (``rewards``: step -> mean, or a list from step 1)
+    as a line, each prompt's mean reward as a point (``prompt_rewards``: step -> rewards),
+    and the first and last windows the rise compares shaded; ``rise`` (metrics.json's
+    ``training.reward_rise``) puts the difference and its interval in the title, so the
+    curve is read with its evidence."""
+    means = rewards if isinstance(rewards, Mapping) else dict(enumerate(rewards, 1))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    if prompt_rewards:
+        xs = [s for s, rs in prompt_rewards.items() for _ in rs]
+        ys = [r for rs in prompt_rewards.values() for r in rs]
+        ax.scatter(xs, ys, s=8, alpha=0.35, color="tab:gray", label="prompt (mean of its group)")
+    ax.plot(list(means), list(means.values()), color="tab:blue", label="step mean")
+    steps = sorted(prompt_rewards or means)
+    if len(steps) >= MIN_STEPS:
+        k = window_steps(len(steps), share)
+        for (a, b), name, color in (
+            ((steps[0], steps[k - 1]), "first", "tab:orange"),
+            ((steps[-k], steps[-1]), "last", "tab:green"),
+        ):
+            label = f"{name} {share:.0%} ({k} step{'s' if k > 1 else ''})"
+            ax.axvspan(a - 0.5, b + 0.5, alpha=0.15, color=color, label=label)
+    title = "Training reward"
+    if rise and rise.get("estimate") is not None:
+        lo, hi = rise["ci"]
+        title += f": last - first {rise['estimate']:+.3f} [{lo:.3f}, {hi:.3f}], {rise['verdict']}"
     ax.set_xlabel("GRPO step")
-    ax.set_ylabel("mean Measurer reward")
-    ax.set_title("Training reward")
+    ax.set_ylabel("Measurer reward")
+    ax.set_title(title, fontsize="medium")
     ax.legend(fontsize="small")
     return fig
 
@@ -141,8 +163,13 @@ def plot_scores(metrics: Mapping[str, Any], path: str | Path) -> Path:
     return _save(scores_figure(metrics), path)
 
 
-def plot_reward_curve(rewards: Sequence[float], path: str | Path, window: int = 10) -> Path:
-    return _save(reward_curve_figure(rewards, window), path)
+def plot_reward_curve(
+    rewards: Mapping[int, float] | Sequence[float],
+    path: str | Path,
+    prompt_rewards: Mapping[int, Sequence[float]] | None = None,
+    rise: Mapping[str, Any] | None = None,
+) -> Path:
+    return _save(reward_curve_figure(rewards, prompt_rewards, rise), path)
 
 
 def plot_reward_distribution(

@@ -3,8 +3,10 @@
 The markdown summary (``reports/summary.md``) and ``stackelberg report`` show the very same
 tables: overall win rate per condition and game in the paper's layout (each X, refiner+X
 under it, and their paired difference), per camp, per role, the paired X vs refiner+X tests
-by camp, and the held-out reward; a scored game (Sotopia) has its dimensions' mean scores
-and their paired differences in place of win rates. A cell is "rate [low, high]"
+by camp, the held-out reward and whether GRPO raised the training reward, the held-out
+evidence beyond it (an unseen follower, best of n, the reward ablation, what the Refiner
+learned, examples: ``evaluation.held_out``); a scored game
+(Sotopia) has its dimensions' mean scores and their paired differences in place of win rates. A cell is "rate [low, high]"
 (Wilson 95%) with the number of games; a difference whose interval includes 0 says so.
 """
 
@@ -16,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from stackelberg.evaluation.training_curve import WINDOW_SHARE
 
 METRICS_FILE = "metrics.json"
 
@@ -208,6 +212,40 @@ def reward_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable:
     )
 
 
+def training_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable:
+    """Per game, the GRPO run's reward rise (metrics.json's ``training.reward_rise``): the
+    evidence that training raised the reward, beside the held-out check. Games without it
+    (metrics written before it was measured) have no row."""
+    share = f"{WINDOW_SHARE:.0%}"
+    rows = []
+    for game, m in metrics_by_game.items():
+        rise = (m.get("training") or {}).get("reward_rise")
+        if not rise:
+            continue
+        if rise.get("estimate") is None:  # too few steps to compare
+            rows.append([game, str(rise["steps"]), "-", "-", "-", "-", rise["verdict"]])
+            continue
+        rows.append(
+            [
+                game,
+                str(rise["steps"]),
+                f"{rise['first']:.3f}",
+                f"{rise['last']:.3f}",
+                diff_cell(rise["estimate"], rise["ci"], scale=1.0, digits=3),
+                f"{rise['n_first']} / {rise['n_last']}",
+                rise["verdict"],
+            ]
+        )
+    return TextTable(
+        f"GRPO training reward: last {share} of steps vs first {share}",
+        ["game", "steps", f"first {share}", f"last {share}", "diff [95% CI]", "prompts", "verdict"],
+        rows,
+        "Mean Measurer reward of the prompts in each window (a prompt: the mean of its GRPO "
+        "group); CI: bootstrap resampling each window's prompts (first / last: their count). "
+        "rises / falls: the interval excludes 0.",
+    )
+
+
 #: names of the Refiner runs of metrics.json's ``refiner_outputs`` (others by their key)
 REFINER_RUN_NAMES = {
     "sample": "candidates (untrained)",
@@ -291,6 +329,196 @@ def score_paired_table(metrics: Mapping[str, Any]) -> TextTable:
     )
 
 
+def _interval_cell(part: Mapping[str, Any] | None) -> str:
+    """``"-1.234 [-1.5, -0.9]"`` for an interval dict of metrics.json (no n)."""
+    if not part or not part.get("n"):
+        return "-"
+    lo, hi = part["ci"]
+    return f"{part['estimate']:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+#: the held-out rows of the best-of table, in order: the untrained Refiner's best of k, then
+#: the trained Refiner's single sample
+_TRAINED = "trained"
+
+
+def best_of_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable:
+    """Test-time search against training, on the same held-out instances: the untrained
+    Refiner's best of k by the Measurer (k scorings a speech at play time) and the trained
+    Refiner's single sample (none), under the Measurer and the unseen follower."""
+    games = {
+        g: m["held_out"]["best_of"]
+        for g, m in metrics_by_game.items()
+        if (m.get("held_out") or {}).get("best_of")
+    }
+    if not games:
+        return TextTable("", [], [])
+    unseen = any("unseen" in row for rows in games.values() for row in rows.values())
+    followers = ["measurer", "unseen"] if unseen else ["measurer"]
+    names = list(dict.fromkeys(k for rows in games.values() for k in rows if k != _TRAINED))
+    names.sort(key=lambda k: int(k.rsplit("_", 1)[1]))
+    rows = []
+    for name in [*names, _TRAINED]:
+        label = (
+            "trained Refiner, one sample"
+            if name == _TRAINED
+            else (f"untrained, best of {name.rsplit('_', 1)[1]}")
+        )
+        first = next(r[name] for r in games.values() if name in r)
+        rows.append(
+            [label, str(first["scorings_per_speech"])]
+            + [_interval_cell(games[g].get(name, {}).get(f)) for g in games for f in followers]
+        )
+    headers = ["Refiner", "Measurer scorings a speech"] + [
+        f"{g} ({'Measurer' if f == 'measurer' else 'unseen follower'})"
+        for g in games
+        for f in followers
+    ]
+    return TextTable(
+        "Best of n (test-time search, no training) vs the trained Refiner, held out",
+        headers,
+        rows,
+        "Mean held-out reward of the speech each method says [bootstrap 95% interval]: best "
+        "of k keeps the untrained Refiner's candidate the Measurer scores highest among k "
+        "(k Measurer scorings per speech at play time); the trained Refiner says its first "
+        "sample (none). The unseen follower scores the same chosen speeches; it picked none.",
+        align_left=2,
+    )
+
+
+#: rows of the reward ablation, in the paper's order, and their labels
+_ABLATION_ROWS = {
+    "before": "untrained Refiner",
+    "pos_only": "trained, positive-only reward",
+    "neg_only": "trained, negative-only reward",
+    "after": "trained, full reward",
+}
+_TERM_LABELS = {"reward": "full reward", "positive": "desired term", "negative": "undesired term"}
+
+
+def ablation_reward_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable:
+    """The paper's reward ablation, measured on held-out instances: rows the Refiners
+    (untrained, then trained on each variant), columns each game's full reward and its two
+    terms. Only games that trained a variant Refiner have columns."""
+    games = {
+        g: m["held_out"]["terms"]
+        for g, m in metrics_by_game.items()
+        if set((m.get("held_out") or {}).get("terms", {})) - {"before", "after"}
+    }
+    rows = [
+        [
+            label,
+            *(
+                _interval_cell(terms.get(name, {}).get(t))
+                for terms in games.values()
+                for t in _TERM_LABELS
+            ),
+        ]
+        for name, label in _ABLATION_ROWS.items()
+    ]
+    headers = ["Refiner"] + [f"{g}: {label}" for g in games for label in _TERM_LABELS.values()]
+    return TextTable(
+        "Reward ablation on held-out instances (rows: the reward the Refiner trained on)",
+        headers,
+        rows if games else [],
+        "Mean over held-out instances [bootstrap 95% interval], every Refiner scored with the "
+        "full reward and each of its terms: the desired responses' mean log-probability "
+        "summed, and minus the undesired ones'. The paper's order: full >= positive-only > "
+        "negative-only.",
+    )
+
+
+def unseen_follower_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable:
+    """The held-out difference (trained minus untrained Refiner) under the Measurer and
+    under a follower the Refiner never trained against."""
+    rows = []
+    for game, m in metrics_by_game.items():
+        unseen, reward = (m.get("held_out") or {}).get("unseen"), m.get("reward")
+        if not unseen or not reward:
+            continue
+        d, u = reward["diff"], unseen["diff"]
+        rows.append(
+            [
+                game,
+                str(d["n"]),
+                diff_cell(d["estimate"], d["ci"], scale=1.0, digits=3),
+                unseen["model"],
+                diff_cell(u["estimate"], u["ci"], scale=1.0, digits=3),
+            ]
+        )
+    return TextTable(
+        "Held-out difference, trained minus untrained Refiner: the Measurer and an unseen follower",
+        ["game", "instances", "Measurer diff [95% CI]", "unseen follower", "its diff [95% CI]"],
+        rows,
+        "Paired bootstrap over instances. The unseen follower is another model family, never "
+        "trained against: a gain that holds under it is not the Measurer's alone.",
+    )
+
+
+def learned_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable:
+    """What the Refiner learned: its held-out candidates before and after training."""
+    rows = []
+    for game, m in metrics_by_game.items():
+        learned = (m.get("held_out") or {}).get("learned") or {}
+        for name in ("before", "after"):
+            x = learned.get(name)
+            if x:
+                rows.append(
+                    [
+                        game,
+                        "untrained" if name == "before" else "trained",
+                        f"{x['words']:.1f}",
+                        pct(x["parse_rate"]),
+                        pct(x["penalty_share"]),
+                        f"{x['overlap_desired']:.2f} / {x['overlap_undesired']:.2f}",
+                        f"{pct(x['verbatim_desired'])} / {pct(x['verbatim_undesired'])}",
+                    ]
+                )
+    return TextTable(
+        "What the Refiner learned: held-out candidates before and after training",
+        [
+            "game",
+            "Refiner",
+            "words",
+            "parsed",
+            "length penalty share",
+            "3-gram overlap desired / undesired",
+            "verbatim desired / undesired",
+        ],
+        rows,
+        "3-gram overlap: the share of a candidate's word 3-grams found in the instance's "
+        "desired (undesired) responses; verbatim: candidates holding a response word for word. "
+        + " ".join(
+            f"{g}: {m['held_out']['copying']}."
+            for g, m in metrics_by_game.items()
+            if (m.get("held_out") or {}).get("copying")
+        ),
+        align_left=2,
+    )
+
+
+def examples_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable:
+    """A few held-out instances side by side: the base speech, the untrained and the trained
+    Refiner's candidate, with their rewards."""
+    rows = [
+        [
+            game,
+            e["base"],
+            f"{e['before']} ({e['before_reward']:.2f})",
+            f"{e['after']} ({e['after_reward']:.2f})",
+            " | ".join(e["desired"]),
+        ]
+        for game, m in metrics_by_game.items()
+        for e in (m.get("held_out") or {}).get("examples", [])
+    ]
+    return TextTable(
+        "Held-out examples: base speech, untrained and trained Refiner (Measurer reward)",
+        ["game", "base speech", "untrained Refiner", "trained Refiner", "desired responses"],
+        rows,
+        align_left=5,
+    )
+
+
 def report_tables(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> list[TextTable]:
     """Every table of the report, in reading order (empty ones left out). Scored games
     (Sotopia) have score tables in place of the win-rate ones."""
@@ -304,6 +532,12 @@ def report_tables(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> list[Text
     tables += [
         paired_table(won),
         reward_table(metrics_by_game),
+        training_table(metrics_by_game),
+        unseen_follower_table(metrics_by_game),
+        best_of_table(metrics_by_game),
+        ablation_reward_table(metrics_by_game),
+        learned_table(metrics_by_game),
+        examples_table(metrics_by_game),
         refiner_outputs_table(metrics_by_game),
     ]
     return [t for t in tables if t.rows]
@@ -369,4 +603,5 @@ __all__ = [
     "score_paired_table",
     "score_table",
     "terminal_report",
+    "training_table",
 ]

@@ -31,6 +31,8 @@ from stackelberg.progress import progress
 REFINER_PREFIX = "refiner+"
 #: how the LLM seats of a game chose by generation: answers asked, re-asks, random fallbacks
 CHOICE_COUNTS = ("choice_asks", "choice_reasks", "invalid_choices")
+#: how the LLM seats' speeches came out: samples asked, re-asks of echoes, fallback lines
+SPEECH_COUNTS = ("speech_asks", "speech_reasks", "fallback_speeches")
 DEFAULT_ROUTE = "default"
 
 Record = dict[str, Any]
@@ -136,7 +138,7 @@ def _summary(table: Table, condition: str, camp: str, opponent: str, seats: list
     for player, seat in zip(players, facts, strict=True):
         if seat.get("model"):
             player["model"] = seat["model"]
-    for key in CHOICE_COUNTS:
+    for key in (*CHOICE_COUNTS, *SPEECH_COUNTS):
         record[key] = sum(seat.get(key, 0) for seat in facts)
     refiners = [a for a in table.agents if isinstance(a, RefinerAgent)]
     if refiners:

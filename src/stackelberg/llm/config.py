@@ -13,6 +13,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from stackelberg.llm.base import Backend
 from stackelberg.llm.cache import open_cache
+from stackelberg.llm.embedded import EMBEDDED_MODELS
 from stackelberg.llm.errors import ConfigError, MissingAPIKeyError
 from stackelberg.llm.retry import RetryPolicy
 from stackelberg.settings import Settings, one_line
@@ -35,7 +36,8 @@ class LLMConfig(Settings):
     )
     model: str = Field(
         "embedded",
-        description="local: 'embedded', a checkpoint folder or a cached model name; "
+        description="local: 'embedded' (SmolLM2-135M-Instruct), 'embedded-gemma3' (Gemma 3 "
+        "270M, another family), a checkpoint folder or a cached model name; "
         "openai/anthropic: the served model's name",
     )
     base_url: str | None = Field(
@@ -100,6 +102,15 @@ class LLMConfig(Settings):
     )
 
     @model_validator(mode="after")
+    def _embedded_is_local(self) -> LLMConfig:
+        if self.backend != "local" and self.model in EMBEDDED_MODELS:
+            raise ValueError(
+                f"{self.backend} backend: set `model` to the served model's name "
+                f"({self.model!r} is a built-in model of the local backend)"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _anthropic_cannot_score(self) -> LLMConfig:
         if self.backend == "anthropic" and self.scores:
             raise ValueError("scores: the anthropic backend returns no log-probabilities")
@@ -152,11 +163,6 @@ def make_llm(config: LLMConfig | dict[str, Any] | None = None, **overrides: Any)
             config = LLMConfig(**config.model_dump())
     except ValidationError as err:
         raise ConfigError(f"invalid llm config: {one_line(err, root='config')}") from None
-    if config.backend != "local" and config.model == "embedded":
-        raise ConfigError(
-            f"{config.backend} backend: set `model` to the served model's name "
-            "('embedded' is the local backend's built-in model)"
-        )
     if config.adapter and config.backend != "local":
         raise ConfigError(
             f"{config.backend} backend: `adapter` is for the local backend; serve the adapter "

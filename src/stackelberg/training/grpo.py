@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from stackelberg.persuasion.reward import Variant
 from stackelberg.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -52,11 +53,14 @@ RESERVED_COLUMNS = frozenset(
         "log_extra",
         "log_metric",
         "environments",
+        "step",  # trl_reward's
     }
 )
 SETTINGS_FILE = "grpo_settings.json"
 #: the run's step history, written beside the adapter by the pipeline's grpo stage
 TRAIN_HISTORY = "train_history.json"
+#: the folder, inside a game's Refiner, of the Refiners trained on other reward variants
+VARIANTS = "variants"
 #: completion tokens when none are given (agents.refiner.RefinerStyle's default limit)
 DEFAULT_COMPLETION_LENGTH = 48
 #: TRL's metric of the share of a step's completions that hit max_completion_length
@@ -119,6 +123,12 @@ class GRPOSettings(Settings):
         "tokens); false: one row per completion, as TRL does",
     )
     seed: int = Field(0, description="seed of the LoRA init, prompt order and sampling")
+    variants: list[Variant] = Field(
+        default_factory=list,
+        description="other reward variants (score.variant) to train a Refiner on as well, on "
+        "the same instances, for the paper's ablation: each lands in models/refiner/GAME/"
+        "variants/V and is scored on the held-out instances; empty: none",
+    )
     precision: Precision = Field(
         "auto",
         description="the policy's weights and compute: bfloat16 (mixed precision, the LoRA "
@@ -213,6 +223,12 @@ class GRPOSettings(Settings):
         return self
 
     @model_validator(mode="after")
+    def _variants_once(self) -> GRPOSettings:
+        if len(set(self.variants)) != len(self.variants):
+            raise ValueError(f"variants {self.variants}: each variant once")
+        return self
+
+    @model_validator(mode="after")
     def _launch_and_vllm_agree(self) -> GRPOSettings:
         if self.use_vllm and self.generation == "local":
             raise ValueError("use_vllm generates through vLLM: set generation: trl with it")
@@ -294,6 +310,13 @@ def trl_reward(reward_fn: Callable[..., Sequence[float | None]]) -> Callable[...
     with message-list completions; the project's rewards want texts and the dataset columns.
     A ``reward_fn`` with a ``log_metric`` parameter also gets TRL's ``log_metric(name,
     value)``, which adds a metric to the step's logs (averaged over the step's calls).
+    A ``reward_fn`` with a ``step`` parameter gets the optimizer step (from 1) that trains
+    on the completions: TRL scores a generation batch before the steps that use it, at
+    ``global_step`` = the steps done, so it is ``global_step + 1`` (None without TRL's
+    state). ``grpo_config_args`` makes a generation batch one optimizer step
+    (``steps_per_generation`` = ``gradient_accumulation_steps``, ``num_iterations`` 1),
+    so each process calls the reward once per step, on its share of the step's completions;
+    were a batch to span several steps, its rewards would count for the first.
 
     >>> f = trl_reward(lambda completions, tag: [len(c) for c in completions])
     >>> f(prompts=[[], []], completions=["ab", "c"], completion_ids=[[1], [2]], tag=[0, 0])
@@ -301,9 +324,10 @@ def trl_reward(reward_fn: Callable[..., Sequence[float | None]]) -> Callable[...
     """
 
     try:
-        wants_log_metric = "log_metric" in inspect.signature(reward_fn).parameters
+        wanted = inspect.signature(reward_fn).parameters
     except (TypeError, ValueError):  # a builtin or C callable: no signature to read
-        wants_log_metric = False
+        wanted = {}
+    wants_log_metric, wants_step = "log_metric" in wanted, "step" in wanted
 
     def reward(
         prompts: Sequence[Any],
@@ -318,6 +342,9 @@ def trl_reward(reward_fn: Callable[..., Sequence[float | None]]) -> Callable[...
         texts = completion_texts(completions)
         if wants_log_metric and log_metric is not None:
             columns = {**columns, "log_metric": log_metric}
+        if wants_step:
+            step = None if trainer_state is None else trainer_state.global_step + 1
+            columns = {**columns, "step": step}
         values = list(reward_fn(texts, **columns))
         if len(values) != len(texts):
             raise ValueError(
@@ -665,7 +692,8 @@ def write_adapter(files: dict[str, bytes], output_dir: str | Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     staged = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
-        for name, data in files.items():
+        for name, data in files.items():  # a name may hold a folder ("variants/...")
+            (staged / name).parent.mkdir(parents=True, exist_ok=True)
             (staged / name).write_bytes(data)
         _replace_dir(staged, out)
     finally:

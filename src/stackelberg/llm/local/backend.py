@@ -16,7 +16,7 @@ import torch
 
 from stackelberg.llm.base import Backend, Message, Prompt, SamplingParams, plain_chat
 from stackelberg.llm.cache import ResponseCache
-from stackelberg.llm.embedded import EMBEDDED_NAME, GGUF_FILE, ensure_checkpoint
+from stackelberg.llm.embedded import EMBEDDED_MODELS, EMBEDDED_NAME, ensure_checkpoint
 from stackelberg.llm.errors import ConfigError, ContextLengthError
 from stackelberg.llm.local import decode, scoring
 from stackelberg.llm.local.hf_internals import allow_grouped_kv_attention
@@ -84,7 +84,8 @@ def _weights(
 
 
 class LocalBackend(Backend):
-    """A causal LM loaded with transformers; ``model="embedded"`` is the built-in SmolLM2.
+    """A causal LM loaded with transformers; ``model="embedded"`` is the built-in SmolLM2
+    (``llm.embedded.EMBEDDED_MODELS``: the others built in).
 
     Backends of one process that run the same weights (e.g. the labeler, and the Measurer
     with its own context window) share one loaded copy and its prefix store; all prefix
@@ -105,7 +106,8 @@ class LocalBackend(Backend):
         adapter: str | None = None,
         prefix_cache_mb: int | None = None,
     ) -> None:
-        path = str(ensure_checkpoint()) if model == EMBEDDED_NAME else model
+        embedded = EMBEDDED_MODELS.get(model)
+        path = str(ensure_checkpoint(model)) if embedded else model
         resolved = torch.device(
             ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
         )
@@ -115,7 +117,7 @@ class LocalBackend(Backend):
         # The cache key names the weights: the embedded file, or a checkpoint folder's content
         # (not its path: other weights written there are other answers); with a LoRA adapter
         # it also names the adapter's weights, so each training run is its own.
-        weights = f"embedded:{GGUF_FILE}" if model == EMBEDDED_NAME else model
+        weights = f"embedded:{embedded.gguf_file}" if embedded else model
         if Path(path).is_dir():
             weights += f"@{checkpoint_digest(path)}"
         name = weights

@@ -20,7 +20,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from stackelberg.io import atomic_writer
-from stackelberg.llm.embedded import cache_dir
+from stackelberg.llm.embedded import EMBEDDED_MODELS, cache_dir
 from stackelberg.llm.errors import ModelNotFoundError
 from stackelberg.llm.local.fused import fuse_shared_inputs
 from stackelberg.llm.local.lora import lean_lora
@@ -288,9 +288,10 @@ def load_model(
         where = (
             "a folder" if Path(path).exists() else "a local folder nor in the Hugging Face cache"
         )
+        built_in = ", ".join(map(repr, EMBEDDED_MODELS))
         raise ModelNotFoundError(
             f"local backend: cannot load model {model!r}: not {where} with a checkpoint "
-            f"(nothing is downloaded on this machine); use 'embedded' or a checkpoint path "
+            f"(nothing is downloaded on this machine); use {built_in} or a checkpoint path "
             f"({_first_line(err)})"
         ) from None
     if adapter:

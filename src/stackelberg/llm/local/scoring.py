@@ -42,11 +42,10 @@ def tree_forward(
     afterwards, so it can serve the next tree.
     """
     allowed, positions = tree_layout(prefix_len, [len(s) for s in segments], parents)
-    mask = model.additive_mask(allowed)
+    keys = torch.cat([torch.arange(prefix_len), positions])  # the prefix: one unpadded row
+    bias = model.attention_bias(allowed[None], positions[None], keys[None])
     ids = torch.tensor([[t for s in segments for t in s]], dtype=torch.long)
-    hidden, cache = model.forward(
-        ids, cache, mask[None, None].to(model.device), positions[None].to(model.device)
-    )
+    hidden, cache = model.forward(ids, cache, bias, positions[None].to(model.device))
     cut_cache(cache, prefix_len)
     return hidden[0]
 
@@ -158,10 +157,9 @@ def branch_forward(
             causal = torch.ones((n, n), dtype=torch.bool).tril()
             allowed[r, at : at + n, prompt + at : prompt + at + n] = causal
             at += n
-    bias = model.additive_mask(allowed)
-    hidden, _ = model.forward(
-        ids, cache, bias[:, None].to(model.device), positions.to(model.device)
-    )
+    keys = torch.cat([mask.cpu().cumsum(-1) - 1, positions], dim=-1)
+    bias = model.attention_bias(allowed, positions, keys)
+    hidden, _ = model.forward(ids, cache, bias, positions.to(model.device))
     return hidden
 
 

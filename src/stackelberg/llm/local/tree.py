@@ -45,4 +45,5 @@ def tree_layout(
 
 def additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """An attention bias from a boolean mask: 0 where allowed, the dtype's minimum not."""
-    return torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)
+    bias = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
+    return bias.masked_fill(~allowed, torch.finfo(dtype).min)

@@ -1,0 +1,280 @@
+"""What the held-out instances show beyond the paired reward of the two Refiners.
+
+- **Terms**: each Refiner's mean held-out reward, and each of the reward's two terms (the
+  desired responses' log-probability, and minus the undesired ones'): the paper's ablation
+  evaluates every variant-trained Refiner this way.
+- **Best of n**, the no-training peer (test-time Stackelberg): the untrained Refiner samples
+  n candidates and the Measurer keeps the one it scores highest. It costs n scorings a
+  speech at play time; the trained Refiner costs none.
+- **An unseen follower**: the same candidates scored by a model the Refiner never trained
+  against (the paper's first named limit: the Measurer is not the real follower).
+- **What the Refiner learned**: length, parse rate, the length penalty's share of the
+  reward, and how much of a candidate repeats the responses it is scored on (word 3-gram
+  overlap, verbatim copies): a gain made by copying the desired responses into the speech
+  is reward hacking, and the report says so.
+
+Every candidate is kept as a plain record (``candidate_record``) so the pipeline's results
+stay JSON-ready; the functions here turn records into metrics.json entries.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from stackelberg.evaluation.stats import bootstrap_mean_ci, paired_bootstrap_diff
+
+#: a candidate record's reward terms: the full reward, the desired responses' term and the
+#: undesired responses' term (minus their log-probability: higher is better for both)
+TERMS = ("reward", "positive", "negative")
+#: word n-grams compared with the responses
+NGRAM = 3
+_WORD = re.compile(r"[a-z0-9']+")
+
+
+def candidate_record(text: str, parsed: bool, parts: Any) -> dict[str, Any]:
+    """One scored candidate as metrics need it (``parts``: its ``persuasion.reward.RewardParts``,
+    not imported: the report reads these records without the method's code)."""
+    return {
+        "text": text,
+        "parsed": bool(parsed),
+        "words": parts.words,
+        "reward": parts.reward,
+        "positive": parts.positive,
+        "negative": -parts.negative,
+        "penalty": parts.length_penalty,
+    }
+
+
+def words_of(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def ngrams(words: Sequence[str], n: int = NGRAM) -> set[tuple[str, ...]]:
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+
+def ngram_overlap(text: str, responses: Sequence[str]) -> float:
+    """The share of the text's word 3-grams that occur in one of the responses (0 for a
+    text shorter than a 3-gram)."""
+    own = ngrams(words_of(text))
+    if not own:
+        return 0.0
+    theirs = set().union(*(ngrams(words_of(r)) for r in responses)) if responses else set()
+    return len(own & theirs) / len(own)
+
+
+def contains_verbatim(text: str, responses: Sequence[str]) -> bool:
+    """Whether the text holds one of the responses word for word (case and punctuation
+    aside)."""
+    padded = f" {' '.join(words_of(text))} "
+    return any(
+        (w := " ".join(words_of(r))) and f" {w} " in padded for r in responses if words_of(r)
+    )
+
+
+def instance_means(
+    groups: Sequence[Sequence[Mapping[str, Any]]], key: str = "reward"
+) -> list[float]:
+    """Per instance, the mean of ``key`` over its candidates."""
+    return [sum(c[key] for c in cands) / len(cands) for cands in groups]
+
+
+def interval(values: Sequence[float], resamples: int, seed: int) -> dict[str, Any]:
+    return bootstrap_mean_ci(values, resamples, seed).to_dict()
+
+
+def term_summary(
+    groups: Sequence[Sequence[Mapping[str, Any]]], resamples: int, seed: int
+) -> dict[str, dict]:
+    """Each term's mean over instances (each instance the mean of its candidates), with a
+    bootstrap interval."""
+    return {t: interval(instance_means(groups, t), resamples, seed) for t in TERMS}
+
+
+def best_of_choice(pool: Sequence[Sequence[Mapping[str, Any]]], k: int) -> list[int]:
+    """Per instance, the index (among its first ``k`` candidates) the Measurer scores
+    highest; the first wins a tie."""
+    return [
+        max(range(min(k, len(cands))), key=lambda i: (cands[i]["reward"], -i)) for cands in pool
+    ]
+
+
+def best_of_summary(
+    pool: Sequence[Sequence[Mapping[str, Any]]],
+    trained: Sequence[Sequence[Mapping[str, Any]]],
+    ks: Sequence[int],
+    unseen_pool: Sequence[Sequence[Mapping[str, Any]]] | None,
+    unseen_trained: Sequence[Sequence[Mapping[str, Any]]] | None,
+    resamples: int,
+    seed: int,
+) -> dict[str, Any]:
+    """Best of k (for each k) next to the trained Refiner's single sample, under the
+    Measurer and (when given) the unseen follower: the chosen candidate's reward per
+    instance, its mean and interval, the paired difference trained minus best-of-k, and the
+    Measurer scorings each spends per speech at play time."""
+    followers = {"measurer": (pool, trained)}
+    if unseen_pool is not None and unseen_trained is not None:
+        followers["unseen"] = (unseen_pool, unseen_trained)
+    rows: dict[str, Any] = {"trained": {"scorings_per_speech": 0}}
+    for name, (_, t) in followers.items():
+        rows["trained"][name] = interval([c[0]["reward"] for c in t], resamples, seed)
+    for k in ks:
+        chosen = best_of_choice(pool, k)
+        row: dict[str, Any] = {"scorings_per_speech": k}
+        for name, (p, t) in followers.items():
+            picked = [cands[i]["reward"] for cands, i in zip(p, chosen, strict=True)]
+            single = [cands[0]["reward"] for cands in t]
+            row[name] = interval(picked, resamples, seed)
+            row[f"{name}_trained_minus"] = paired_bootstrap_diff(
+                picked, single, resamples, seed
+            ).to_dict()
+        rows[f"best_of_{k}"] = row
+    return rows
+
+
+def learned_summary(
+    groups: Sequence[Sequence[Mapping[str, Any]]],
+    desired: Sequence[Sequence[str]],
+    undesired: Sequence[Sequence[str]],
+) -> dict[str, float]:
+    """What a Refiner's candidates look like: mean words, parse rate, the length penalty's
+    share of the reward's magnitude, and their copying of the responses (mean 3-gram
+    overlap; share holding a response verbatim), desired and undesired apart."""
+    flat = [
+        (c, d, u) for cands, d, u in zip(groups, desired, undesired, strict=True) for c in cands
+    ]
+    n = len(flat)
+    if not n:
+        return {}
+    magnitude = sum(abs(c["reward"] - c["penalty"]) + abs(c["penalty"]) for c, _, _ in flat)
+    return {
+        "candidates": n,
+        "words": sum(c["words"] for c, _, _ in flat) / n,
+        "parse_rate": sum(c["parsed"] for c, _, _ in flat) / n,
+        "penalty_share": sum(abs(c["penalty"]) for c, _, _ in flat) / magnitude
+        if magnitude
+        else 0.0,
+        "overlap_desired": sum(ngram_overlap(c["text"], d) for c, d, _ in flat) / n,
+        "overlap_undesired": sum(ngram_overlap(c["text"], u) for c, _, u in flat) / n,
+        "verbatim_desired": sum(contains_verbatim(c["text"], d) for c, d, _ in flat) / n,
+        "verbatim_undesired": sum(contains_verbatim(c["text"], u) for c, _, u in flat) / n,
+    }
+
+
+def copying_verdict(before: Mapping[str, float], after: Mapping[str, float]) -> str:
+    """One plain sentence on whether training made the Refiner copy the desired responses."""
+    if not before or not after:
+        return "no candidates to compare"
+    gain = after["overlap_desired"] - before["overlap_desired"]
+    verbatim = after["verbatim_desired"] - before["verbatim_desired"]
+    if verbatim > 0.05 or gain > 0.1:
+        return (
+            "the trained Refiner copies the desired responses into its speech more than the "
+            f"untrained one (3-gram overlap {gain:+.2f}, verbatim share {verbatim:+.2f}): "
+            "part of its reward gain is copying, reward hacking"
+        )
+    return (
+        "no sign of copying the desired responses (3-gram overlap "
+        f"{gain:+.2f}, verbatim share {verbatim:+.2f})"
+    )
+
+
+def examples(
+    rows: Sequence[Mapping[str, Any]],
+    before: Sequence[Sequence[Mapping[str, Any]]],
+    after: Sequence[Sequence[Mapping[str, Any]]],
+    n: int,
+) -> list[dict[str, Any]]:
+    """The first ``n`` held-out instances side by side: the base speech, the untrained and
+    the trained Refiner's first candidate, and their rewards."""
+    return [
+        {
+            "instance_id": row["instance_id"],
+            "base": row["base_utterance"],
+            "desired": list(row["desired"]),
+            "before": b[0]["text"],
+            "before_reward": b[0]["reward"],
+            "after": a[0]["text"],
+            "after_reward": a[0]["reward"],
+        }
+        for row, b, a in list(zip(rows, before, after, strict=True))[:n]
+    ]
+
+
+def held_out_details(
+    rows: Sequence[Mapping[str, Any]],
+    scored: Mapping[str, Any],
+    n: int,
+    ks: Sequence[int],
+    n_examples: int,
+    resamples: int,
+    seed: int,
+) -> dict[str, Any]:
+    """The metrics.json ``held_out`` entry from the held-out scoring's records:
+    ``scored["measurer"]`` (and ``scored["unseen"]``, when an unseen follower scored) map
+    ``pool`` (the untrained Refiner's candidates, its first ``n`` the "before" group) and
+    ``after`` to per-instance candidate records, and ``variants`` (Refiners trained on
+    other reward variants, the ablation) each to its own."""
+    measurer, unseen = scored["measurer"], scored.get("unseen")
+    groups = {"before": [c[:n] for c in measurer["pool"]], "after": measurer["after"]}
+    desired = [r["desired"] for r in rows]
+    undesired = [r["undesired"] for r in rows]
+    learned = {name: learned_summary(g, desired, undesired) for name, g in groups.items()}
+    out: dict[str, Any] = {
+        "n_instances": len(rows),
+        "candidates_per_refiner": n,
+        "terms": {
+            name: term_summary(g, resamples, seed)
+            for name, g in {**groups, **measurer.get("variants", {})}.items()
+        },
+        "learned": learned,
+        "copying": copying_verdict(learned["before"], learned["after"]),
+        "examples": examples(rows, groups["before"], groups["after"], n_examples),
+        "best_of": best_of_summary(
+            measurer["pool"],
+            measurer["after"],
+            ks,
+            unseen["pool"] if unseen else None,
+            unseen["after"] if unseen else None,
+            resamples,
+            seed,
+        )
+        if ks
+        else {},
+    }
+    if unseen:
+        before = instance_means([c[:n] for c in unseen["pool"]])
+        after = instance_means(unseen["after"])
+        out["unseen"] = {
+            "model": scored["unseen_model"],
+            "before": interval(before, resamples, seed),
+            "after": interval(after, resamples, seed),
+            "diff": paired_bootstrap_diff(before, after, resamples, seed).to_dict(),
+        }
+    return out
+
+
+def held_out_mlflow(game: str, details: Mapping[str, Any]) -> dict[str, float]:
+    """The held-out details as MLflow metric names: ``held_out/G/terms/REFINER/TERM``,
+    ``held_out/G/best_of/ROW/FOLLOWER``, ``held_out/G/unseen/{before,after,diff}`` and
+    ``held_out/G/learned/REFINER/KEY`` (estimates; the intervals stay in metrics.json)."""
+    out: dict[str, float] = {}
+    stem = f"held_out/{game}"
+    for refiner, terms in (details.get("terms") or {}).items():
+        for term, part in terms.items():
+            if part.get("n"):
+                out[f"{stem}/terms/{refiner}/{term}"] = float(part["estimate"])
+    for row, cells in (details.get("best_of") or {}).items():
+        for follower, part in cells.items():
+            if isinstance(part, dict) and part.get("n"):
+                out[f"{stem}/best_of/{row}/{follower}"] = float(part["estimate"])
+    for key in ("before", "after", "diff"):
+        part = (details.get("unseen") or {}).get(key)
+        if part and part.get("n"):
+            out[f"{stem}/unseen/{key}"] = float(part["estimate"])
+    for refiner, values in (details.get("learned") or {}).items():
+        for key, value in values.items():
+            out[f"{stem}/learned/{refiner}/{key}"] = float(value)
+    return out

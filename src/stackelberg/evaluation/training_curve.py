@@ -1,0 +1,98 @@
+"""Did GRPO raise the reward? The last steps of a run against its first, with an interval.
+
+A rising per-step mean is weak evidence on its own: a step's mean rests on a few prompts, and
+a noisy curve can end higher by chance. The rise is the mean reward of the prompts of the
+last 20% of steps minus that of the first 20%, each prompt's reward the mean over its GRPO
+group (``training.prompt_rewards``); its 95% interval is a percentile bootstrap that
+resamples the two windows' prompt rewards independently (``stats.bootstrap_diff``): the
+steps are a sequence, not pairs, and a window's prompts are its units of noise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from stackelberg.evaluation.stats import Interval, bootstrap_diff
+
+#: the share of a run's steps in each window compared
+WINDOW_SHARE = 0.2
+#: fewer steps have no first and last window apart
+MIN_STEPS = 2
+
+
+def window_steps(steps: int, share: float = WINDOW_SHARE) -> int:
+    """Steps in each window: ``share`` of ``steps`` rounded down, at least one (so two to
+    four steps compare their first step with their last).
+
+    >>> window_steps(10), window_steps(9), window_steps(3)
+    (2, 1, 1)
+    """
+    if not 0 < share <= 0.5:
+        raise ValueError(f"window share {share}: must be in (0, 0.5] (two windows apart)")
+    if steps < MIN_STEPS:
+        raise ValueError(f"{steps} steps: a first and a last window need {MIN_STEPS} at least")
+    return max(1, math.floor(share * steps + 1e-9))  # 0.2 * 30 is 6.000000000000001
+
+
+@dataclass(frozen=True)
+class RewardRise:
+    """Last window's mean minus the first's; ``diff.n`` is the smaller window's prompts."""
+
+    diff: Interval
+    first_mean: float
+    last_mean: float
+    n_first: int  # prompt rewards in the first window
+    n_last: int
+    steps: int
+    window_steps: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "estimate": self.diff.estimate,
+            "ci": [self.diff.low, self.diff.high],
+            "first": self.first_mean,
+            "last": self.last_mean,
+            "n_first": self.n_first,
+            "n_last": self.n_last,
+            "steps": self.steps,
+            "window_steps": self.window_steps,
+        }
+
+
+def reward_rise(
+    step_rewards: Mapping[int, Sequence[float]],
+    share: float = WINDOW_SHARE,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> RewardRise | None:
+    """The rise of the prompts' rewards from the first ``share`` of steps to the last.
+
+    ``step_rewards``: step -> its prompts' mean rewards (``step_prompt_rewards``), taken in
+    step order. None with fewer than two steps: one step would be both windows.
+    """
+    steps = sorted(step_rewards)
+    for s in steps:
+        values = step_rewards[s]
+        if not values or not all(math.isfinite(float(v)) for v in values):
+            raise ValueError(f"reward_rise: step {s} needs one finite reward or more, got {values}")
+    if len(steps) < MIN_STEPS:
+        return None
+    k = window_steps(len(steps), share)
+    first = [float(v) for s in steps[:k] for v in step_rewards[s]]
+    last = [float(v) for s in steps[-k:] for v in step_rewards[s]]
+    diff = bootstrap_diff(first, last, resamples, seed)
+    return RewardRise(
+        diff,
+        sum(first) / len(first),
+        sum(last) / len(last),
+        len(first),
+        len(last),
+        len(steps),
+        k,
+    )
+
+
+__all__ = ["MIN_STEPS", "WINDOW_SHARE", "RewardRise", "reward_rise", "window_steps"]
