@@ -163,7 +163,7 @@ def held_out_samples(ctx) -> dict:
     configs = {"pool": refiner_config(ctx, False), "after": refiner_config(ctx, True)}
     configs |= {v: refiner_config(ctx, True, v) for v in variants}
     ctx.release_models("player", "labeler", also=tuple(configs.values()))
-    pool = settings.model_copy(update={"n": max(p.n, *p.best_of)})
+    pool = settings.model_copy(update={"n": max([p.n, *p.best_of])})
     for name, config in configs.items():
         cands = sample_candidates(
             ctx.model(config), views, pool if name == "pool" else settings, seeds
