@@ -260,3 +260,20 @@ def test_attempt_seeds_keep_the_first_and_are_the_same_in_every_process():
 def test_the_speech_attempts_are_at_least_one():
     with pytest.raises(ConfigError, match="max_speech_attempts must be at least 1, got 0"):
         make_agent("direct", "avalon", llm=_Echoing(0), max_speech_attempts=0)
+
+
+def test_a_speech_prompt_starts_with_the_history_and_other_prompts_with_its_heading():
+    """The embedded model copies a heading that opens the user turn as its speech."""
+    from stackelberg.agents.prompting import build_messages, player_spec, speech_style
+
+    game = make_game("werewolf").reset(0)
+    speech = player_spec(game, 0, "Day 1: your speech.", speech_style(game))
+    vote = player_spec(game, 0, "Vote for a player.")
+    lines = ["Night 1: Player 3 died."]
+    assert build_messages(speech, lines)[1]["content"].startswith("Night 1: Player 3 died.\n\n")
+    assert build_messages(vote, lines)[1]["content"].startswith(
+        "The game so far:\nNight 1: Player 3 died.\n\n"
+    )
+    _, llm = _echoed_game(junk=0)  # every speech request of a game: none opens with it
+    users = [json.loads(prompt)[1]["content"] for _, prompt, _ in llm.asked]
+    assert users and not any(u.startswith("The game so far:") for u in users)

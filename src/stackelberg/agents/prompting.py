@@ -90,6 +90,10 @@ def identity(game: Game, player: int) -> str:
     return f"You are {me.name}. Your secret role: {role} (team {me.team})."
 
 
+#: the line above the history in the user turn of a prompt (not of a speech's: player_spec)
+HISTORY_HEADING = "The game so far:"
+
+
 @dataclass(frozen=True)
 class PromptSpec:
     """The fixed parts of a player prompt; the history between them is fitted."""
@@ -97,19 +101,31 @@ class PromptSpec:
     system: str
     question: str
     assistant_prefix: str = ""
+    #: the line above the history ("": the user turn starts with the history itself)
+    heading: str = HISTORY_HEADING
 
 
 def player_spec(game: Game, player: int, question: str, style: str = "") -> PromptSpec:
     """The system part is the same for every prompt of a seat (rules, identity) and what
     varies per decision (style, question) comes after the history, so that consecutive
-    prompts of a seat share their start and a backend can reuse its computed prefix."""
+    prompts of a seat share their start and a backend can reuse its computed prefix.
+
+    A prompt for a speech (one with a ``style``: a player's, and the Measurer's follower's)
+    has no heading above its history: the embedded model copies the first line of its user
+    turn as its answer, and a copied heading is no speech (``spoken``). Without the heading
+    11 of 452 sampled speeches were no speech instead of 34 (113 speech prompts of the four
+    games, 4 samples each); answers that copied a history line rose from 12 to 20.
+    """
     system = f"{rules_text(game)}\n\n{identity(game, player)}"
-    return PromptSpec(system=system, question=f"{style}\n{question}" if style else question)
+    if not style:
+        return PromptSpec(system=system, question=question)
+    return PromptSpec(system=system, question=f"{style}\n{question}", heading="")
 
 
 def build_messages(spec: PromptSpec, lines: Sequence[str]) -> list[Message]:
     history = "\n".join(lines) if lines else "(nothing has happened yet)"
-    user = f"The game so far:\n{history}\n\n{spec.question}"
+    above = f"{spec.heading}\n" if spec.heading else ""
+    user = f"{above}{history}\n\n{spec.question}"
     messages = [{"role": "system", "content": spec.system}, {"role": "user", "content": user}]
     if spec.assistant_prefix:
         messages.append({"role": "assistant", "content": spec.assistant_prefix})
