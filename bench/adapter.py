@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from flows.context import LAYOUT
+from flows.graph import output
 
 WAYS = ("merged", "beside")
 
@@ -51,7 +51,7 @@ def one(way: str, game: str, dtype: str) -> dict:
     from flows.context import return_freed_memory
     from stackelberg.llm.local.loading import load_model, lora_beside
 
-    path, adapter, cpu = LAYOUT["base_model"], LAYOUT["grpo"].format(game=game), torch.device("cpu")
+    path, adapter, cpu = str(output("base_model")), str(output("grpo", game)), torch.device("cpu")
     _, players = load_model(path, "base", dtype, cpu, None)
     return_freed_memory()
     before = resident_mib()
@@ -93,7 +93,7 @@ def main() -> None:
     if args.one:
         print(json.dumps(one(args.one, args.game, args.dtype)))
         return
-    adapter = Path(LAYOUT["grpo"].format(game=args.game))
+    adapter = output("grpo", args.game)
     if not (adapter / "adapter_config.json").exists():
         sys.exit(f"bench/adapter.py: no trained Refiner at {adapter}; run the pipeline first")
     for _ in range(args.repeats):

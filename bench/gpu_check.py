@@ -5,7 +5,7 @@ config (no model hub needed; the tokenizer is the embedded model's): one GRPO st
 Refiner through ``accelerate launch`` (bench/grpo_step.py), generation through the local
 backend and, where vLLM is installed, through vLLM, and the Measurer's scoring of one
 paper-shaped instance (bench/scoring.py's shape). Prints a table of seconds and tokens per
-second per GPU, then GPU-hours per game at the paper's scale, per stage (README: "Cost model").
+second per GPU, then GPU-hours per game at the paper's scale, per stage (docs/scaling.md, "Cost model").
 
 The rates of the paper's models (the 7B Refiner, the 72B Measurer) are the measured ones
 scaled by parameter count, a rough assumption (a tiny model is bound by overheads, not by
@@ -36,12 +36,12 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, Qwen2C
 
 from stackelberg.llm import make_llm
 from stackelberg.llm.embedded import ensure_checkpoint
-from stackelberg.training.grpo import GRPOSettings
+from stackelberg.training.grpo_settings import GRPOSettings
 from stackelberg.training.launch import launch_command
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: the paper's counts per game (README: "The paper's setup"; configs/paper.yaml)
+#: the paper's counts per game (docs/scaling.md; configs/paper.yaml)
 PAPER = {
     "instances": 4000,
     "train_fraction": 0.9,  # select.test_fraction 0.1
@@ -259,7 +259,7 @@ def main() -> None:
         + shape["candidate_tokens"]
         + shape["responses"] * shape["response_tokens"]
     )
-    print("\ncost model: GPU-hours per game at the paper's scale (estimates; README: Cost model)")
+    print("\ncost model: GPU-hours per game at the paper's scale (estimates; docs/scaling.md, Cost model)")
     for key, rate in rates.items():
         print(f"  rate {key}: {rate:.4g} tokens/s per GPU ({sources[key]})")
     total = 0.0

@@ -28,7 +28,7 @@ from stackelberg.agents.refiner import parse_refiner_output, refiner_messages
 from stackelberg.games import make_game
 from stackelberg.llm.embedded import ensure_checkpoint
 from stackelberg.training import GRPOSettings, train_refiner
-from stackelberg.training.grpo import train_precision
+from stackelberg.training.grpo_settings import train_precision
 
 BASES = [
     "I think Player 3 is lying about the vote.",

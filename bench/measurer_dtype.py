@@ -18,7 +18,7 @@ import time
 import numpy as np
 import polars as pl
 
-from flows.context import LAYOUT
+from flows.graph import output
 from stackelberg.datasets import of_split, read_dataset
 from stackelberg.llm import make_llm
 from stackelberg.params import load_params
@@ -30,14 +30,18 @@ def rewards(dtype: str, params) -> tuple[list[list[float]], float]:
     """Each instance's candidate rewards, and the seconds the Measurer took."""
     window = params.models.measurer.context_window
     llm = make_llm(
-        backend="local", model=LAYOUT["base_model"], dtype=dtype, context_window=window, cache="off"
+        backend="local",
+        model=str(output("base_model")),
+        dtype=dtype,
+        context_window=window,
+        cache="off",
     )
     out, seconds = [], 0.0
     for game in params.games:
         score = params.for_game("score", game)
         room = params.refiner_sampling(game).max_new_tokens
         intents, selfplay, sample = (
-            LAYOUT[stage].format(game=game) for stage in ("label", "selfplay", "sample")
+            str(output(stage, game)) for stage in ("label", "selfplay", "sample")
         )
         train = of_split(read_dataset(intents, "intents"), "train")
         rows, views = instance_rows(intents, "intents", selfplay, train["instance_id"].to_list())

@@ -1,8 +1,9 @@
 """What a stage needs at run time: its params, its files, and the models (loaded once).
 
-Paths follow the layout declared in dvc.yaml. Backends are memoised per process by their
-config, so stages that share a model (the embedded default: labeler, Refiner base and
-Measurer are one checkpoint) load it once, also across stages of an in-process pipeline run.
+A stage's paths, what it writes and what it reads, are its outputs and deps in dvc.yaml
+(flows/graph.py). Backends are memoised per process by their config, so stages that share
+a model (the embedded default: labeler, Refiner base and Measurer are one checkpoint) load
+it once, also across stages of an in-process pipeline run.
 """
 
 from __future__ import annotations
@@ -15,42 +16,24 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from flows import graph
 from stackelberg.llm import LLMConfig, make_llm
 from stackelberg.params import ModelsParams, Params, entry_models, load_params
 from stackelberg.persuasion.context import InstanceView, instance_rows
 
-#: dataset and model locations by stage output; {game} is filled in
-LAYOUT = {
-    "base_model": "models/base",
-    "selfplay": "data/selfplay/{game}.parquet",
-    "select": "data/instances/{game}.parquet",
-    "label": "data/intents/{game}.parquet",
-    "sample": "data/candidates/{game}.parquet",
-    "score": "data/scores/{game}.parquet",
-    "grpo": "models/refiner/{game}",
-    "tactics": "models/tactics/{game}",
-    "strategist": "models/strategist/{game}",
-    "lspo": "models/lspo/{game}",
-    "evaluate": "reports/{game}",
-    "report": "reports/summary.md",
-}
-#: what each stage reads (other stages' outputs)
-INPUTS = {
-    "base_model": [],
-    "selfplay": [],
-    "select": ["selfplay"],
-    "label": ["select", "selfplay"],
-    "sample": ["label", "selfplay", "base_model"],
-    "score": ["sample", "label", "selfplay", "base_model"],
-    "grpo": ["label", "selfplay", "base_model"],
-    "tactics": [],
-    "strategist": [],
-    "lspo": ["selfplay"],
-    "evaluate": ["grpo", "tactics", "strategist", "lspo", "label", "selfplay", "base_model"],
-    "report": [],
-}
-#: stages that run once, not per game: the params section they read
-NOT_PER_GAME = {"base_model": "models", "report": "evaluate"}
+#: the params section of a stage not named after it (both run once, not per game)
+SECTION_OF = {"base_model": "models", "report": "evaluate"}
+
+
+def register_stage(name: str, outs: tuple[str, ...], section: str | None = None) -> None:
+    """Run ``stages.<name>``, a module dvc.yaml does not list (a test's stand-in), in this
+    process: its outputs (paths, ``${item}`` for the game), and for a stage that runs once
+    for all games, the params section it reads (None: per game, its own section)."""
+    graph.add_stage(
+        graph.StageSpec(name=name, per_game=section is None, games=None, outs=tuple(outs))
+    )
+    if section is not None:
+        SECTION_OF[name] = section
 
 
 def params_path() -> Path:
@@ -146,8 +129,8 @@ class StageContext:
     @property
     def section(self) -> Any:
         """This stage's params section with the game's overrides applied."""
-        if self.stage in NOT_PER_GAME:
-            return getattr(self.params, NOT_PER_GAME[self.stage])
+        if not graph.stage(self.stage).per_game:
+            return getattr(self.params, SECTION_OF.get(self.stage, self.stage))
         return self.params.for_game(self.stage, self.game)
 
     def section_dump(self) -> dict[str, Any]:
@@ -157,11 +140,13 @@ class StageContext:
         }
 
     def path(self, stage: str | None = None) -> Path:
-        return Path(LAYOUT[stage or self.stage].format(game=self.game))
+        """Where ``stage`` (default: this one) writes for this game, as dvc.yaml says."""
+        return graph.stage(stage or self.stage).output(self.game)
 
     @property
     def inputs(self) -> list[Path]:
-        return [self.path(s) for s in INPUTS[self.stage]]
+        """The files and folders this stage reads for this game: its deps in dvc.yaml."""
+        return graph.stage(self.stage).inputs(self.game)
 
     def instances(self, dataset: str, ids: list[str]) -> tuple[list[dict], list[InstanceView]]:
         """Rows of ``dataset`` (instances or intents) and their views, for ``ids``."""

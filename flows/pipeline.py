@@ -25,6 +25,7 @@ from typing import Any
 from prefect import flow
 
 from flows.errors import USER_ERRORS, PipelineError, quiet_prefect
+from stackelberg import INTERRUPTED_STATUS
 
 
 def _repo():
@@ -118,12 +119,13 @@ def _locality(name: str) -> tuple[int, int, int, str]:
     """Where a ready stage goes among the ready ones: stage by stage in dvc.yaml's order
     (a model serves every game's stage once loaded: the int8 labeler, the players), but
     ``GAME_CHAIN`` game by game; games in params' order."""
-    from flows.context import LAYOUT, current_params
+    from flows import graph
+    from flows.context import current_params
 
     stage, _, game = name.partition("@")
     games = current_params().games
     game_rank = games.index(game) if game in games else (-1 if not game else len(games))
-    stages = list(LAYOUT)
+    stages = list(graph.stages())
     rank = stages.index(stage) if stage in stages else len(stages)
     phase = min(stages.index(s) for s in GAME_CHAIN) if stage in GAME_CHAIN else rank
     return (phase, game_rank, rank, name)
@@ -170,16 +172,6 @@ def record_in_lock(name: str) -> None:
         repo.commit(name, force=True)
 
 
-def no_subflow_heartbeats():
-    """The stages' subflows send no heartbeats of their own: they run in this flow's
-    process, whose heartbeats already tell a server that it lives. Each heartbeat thread
-    cost its subflow up to a second at its end (it sleeps in one-second steps before it
-    sees the stop): about 0.3 s a stage. Settings made once: each change costs 0.3 s."""
-    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
-
-    return temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})
-
-
 @flow(name="stackelberg-pipeline", log_prints=True)
 def pipeline(
     targets: list[str] | None = None, force: bool = False, order: list[str] | None = None
@@ -189,7 +181,7 @@ def pipeline(
     import flows.dvc_internals  # noqa: F401  a DVC it cannot drive fails here, before any stage
     from flows.context import current_params, freeze_libraries
     from flows.runners import shared_cluster
-    from flows.stage import run_stage
+    from flows.stage import no_heartbeats, run_stage
     from flows.tracking import pipeline_run
 
     started = time.perf_counter()
@@ -198,7 +190,7 @@ def pipeline(
         order = checked_order(targets)
     ran, skipped, work, times = [], [], 0.0, []
     orchestration = None  # a local cluster, shared by the stages, starts with the first one
-    with pipeline_run(params) as parent, ExitStack() as cluster, no_subflow_heartbeats():
+    with pipeline_run(params) as parent, ExitStack() as cluster, no_heartbeats():
         for i, name in enumerate(order, 1):
             if not force and not is_stale(name):
                 skipped.append(name)
@@ -236,10 +228,11 @@ def pipeline(
         f"(orchestration {summary['orchestration_seconds']:.1f}s, "
         f"{summary['orchestration_fraction']:.1%})"
     )
-    from flows.context import LAYOUT
+    from flows import graph
 
-    if Path(LAYOUT["report"]).exists():
-        print(f"summary: {Path(LAYOUT['report']).resolve()}")
+    summary_file = graph.stage("report").output("all")
+    if summary_file.exists():
+        print(f"summary: {summary_file.resolve()}")
     return summary
 
 
@@ -277,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
             "pipeline: interrupted; finished work is kept and resumes on the next run",
             file=sys.stderr,
         )
-        return 130
+        return INTERRUPTED_STATUS
     finally:
         if warm.is_alive():
             warm.join()  # an interpreter must not shut down in the middle of an import

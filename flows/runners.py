@@ -103,7 +103,7 @@ def api_for_workers(orchestration: OrchestrationParams) -> Iterator[None]:
     runs missing from the flow's). Here this process's temporary server (the one its flows
     use anyway) starts first and is named to the workers through the settings Prefect sends
     with each task. Workers on other machines cannot reach it: they need a server that
-    they can, in ``PREFECT_API_URL`` (README, "On a cluster").
+    they can, in ``PREFECT_API_URL`` (docs/scaling.md, "On a cluster").
     """
     if orchestration.task_runner == "threads" or PREFECT_API_URL.value():
         yield

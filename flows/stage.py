@@ -21,18 +21,22 @@ stage, rerun, resumes where it stopped: finished items are read back, not redone
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import hashlib
 import importlib
 import json
 import logging
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, task
-from prefect.cache_policies import INPUTS, TASK_SOURCE
+from prefect.cache_policies import INPUTS as TASK_INPUTS
+from prefect.cache_policies import TASK_SOURCE
 from prefect.context import FlowRunContext
 from prefect.exceptions import MissingContextError
 from prefect.futures import as_completed
@@ -40,9 +44,12 @@ from prefect.logging import get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
 import stackelberg
+from flows import api
 from flows.context import StageContext, current_params, release_models, stage_context
 from flows.runners import api_for_workers, in_process_runner, task_runner
-from flows.tracking import stage_run
+from flows.tracking import setup_mlflow, stage_run
+from stackelberg.io import atomic_writer
+from stackelberg.llm.embedded import cache_dir
 from stackelberg.params import OrchestrationParams, Params
 from stackelberg.progress import LOGGER as PROGRESS_LOGGER
 from stackelberg.progress import progress
@@ -66,12 +73,33 @@ def _digest(paths: list[Path]) -> str:
     return h.hexdigest()[:16]
 
 
+#: files from this size on keep their hash on disk, with their size and modification time
+KEPT_DIGEST_BYTES = 1 << 20
+
+
 @functools.lru_cache(maxsize=4096)
 def _file_digest(path: Path, size: int, mtime_ns: int) -> bytes:
-    """One file's hash, read in chunks (a checkpoint is never held whole in memory), once per
-    process while its size and modification time stay (models/base feeds 16 stages)."""
+    """One file's hash, read in chunks (a checkpoint is never held whole in memory), once
+    while its size and modification time stay: once per process, and for a large file once
+    at all, its hash kept in the cache (models/base's weights, about a second to hash, feed
+    20 stages; ``dvc repro`` runs each in a process of its own)."""
+    memo = None
+    if size >= KEPT_DIGEST_BYTES:
+        name = hashlib.sha256(str(path).encode()).hexdigest()[:16]
+        memo = cache_dir() / "digests" / f"file-{name}.json"
+        try:
+            kept = json.loads(memo.read_text())
+            if kept["stat"] == [size, mtime_ns]:
+                return bytes.fromhex(kept["sha256"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
     with path.open("rb") as fh:
-        return hashlib.file_digest(fh, "sha256").digest()
+        digest = hashlib.file_digest(fh, "sha256").digest()
+    if memo is not None:
+        with contextlib.suppress(OSError):  # a read-only cache only costs hashing again
+            with atomic_writer(memo) as out:
+                json.dump({"stat": [size, mtime_ns], "sha256": digest.hex()}, out)
+    return digest
 
 
 #: what a work item's list holds, by key, and the unit the stage's progress counts
@@ -136,7 +164,7 @@ def worker_context(
 
 @task(
     # The params are in the fingerprint already; where the project lies changes no result.
-    cache_policy=INPUTS - "params" - "project" + TASK_SOURCE,
+    cache_policy=TASK_INPUTS - "params" - "project" + TASK_SOURCE,
     persist_result=True,
     retry_delay_seconds=[2, 10],
     task_run_name="{stage}@{game}:{label}",
@@ -196,18 +224,7 @@ def stage_flow(stage: str, game: str = "all") -> dict[str, Any]:
     with stage_run(ctx) as tracker:
         t0 = time.perf_counter()
         items = module.plan(ctx)
-        fingerprint = hashlib.sha256(
-            json.dumps(
-                {
-                    # all of params: a stage reads other sections too (grpo: score, sample);
-                    # but not where items run, so a stage resumes on another task runner
-                    "params": ctx.params.model_dump(mode="json", exclude={"orchestration"}),
-                    "inputs": _digest(ctx.inputs),
-                    "code": _digest([Path(module.__file__), LIBRARY]),
-                },
-                sort_keys=True,
-            ).encode()
-        ).hexdigest()[:16]
+        fingerprint = item_fingerprint(ctx, module)
         results, cached = run_items(ctx, items, fingerprint)
         metrics = module.finish(ctx, results) or {}
         metrics["work_seconds"] = time.perf_counter() - t0
@@ -219,11 +236,61 @@ def stage_flow(stage: str, game: str = "all") -> dict[str, Any]:
     return metrics
 
 
+def item_fingerprint(ctx: StageContext, module: Any) -> str:
+    """What a stage's cached items are valid for: all of params but where items run (a
+    stage reads other sections too, grpo: score, sample; and it resumes on another task
+    runner), the files it reads (its deps in dvc.yaml) and its code."""
+    return hashlib.sha256(
+        json.dumps(
+            {
+                "params": ctx.params.model_dump(mode="json", exclude={"orchestration"}),
+                "inputs": _digest(ctx.inputs),
+                "code": _digest([Path(module.__file__), LIBRARY]),
+            },
+            sort_keys=True,
+        ).encode()
+    ).hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def no_heartbeats() -> Iterator[None]:
+    """Flows within send no heartbeats: in the pipeline, its stages' subflows (they run in
+    its flow's process, whose heartbeats already tell a server that it lives); in a stage's
+    own process, its flow (its temporary server stops with it; no one waits on them). Each
+    heartbeat thread cost its flow up to a second at its end (it sleeps in one-second steps
+    before it sees the stop). Settings made once: each change costs 0.3 s."""
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        yield
+
+
+def _start_meanwhile(stage: str) -> None:
+    """What the stage's flow does first, done while this process's temporary Prefect
+    server starts (flows/api.py): import the stage's module (torch with it, where it needs
+    it) and set MLflow up. A failure is left to the flow, which meets it where it did."""
+    try:
+        importlib.import_module(f"stages.{stage}")
+        setup_mlflow(current_params().tracking)
+    except Exception:  # noqa: BLE001  reported by the flow
+        pass
+
+
 def run_stage(
     stage: str, game: str = "all", orchestration: OrchestrationParams | None = None
 ) -> dict[str, Any]:
     """Run one stage's flow on the task runner of ``orchestration`` (default: params'; the
     pipeline passes the one of its shared cluster)."""
     orchestration = orchestration or current_params().orchestration
-    with api_for_workers(orchestration):
+    if api.starting():  # python -m flows.run: this process's start (flows/run.py)
+        _start_meanwhile(stage)
+        # The start is over: what it imported lives as long as the process, so the cycle
+        # collector (off during the start, which makes no garbage) skips it from now on.
+        gc.freeze()
+        gc.enable()
+        api.ready()
+    with contextlib.ExitStack() as stack:
+        if api.own():
+            stack.enter_context(no_heartbeats())
+        stack.enter_context(api_for_workers(orchestration))
         return stage_flow.with_options(task_runner=task_runner(orchestration))(stage, game)

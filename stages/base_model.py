@@ -11,6 +11,7 @@ import json
 import shutil
 from pathlib import Path
 
+from stackelberg.io import atomic_dir
 from stackelberg.llm.embedded import ensure_checkpoint
 from stackelberg.params import ModelsParams, entry_models
 
@@ -32,15 +33,10 @@ def work(ctx, item) -> dict:
 def finish(ctx, results) -> dict:
     res = results[0]
     target = ctx.path()
-    tmp = target.with_name(f".{target.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    if res["source"]:
-        shutil.copytree(res["source"], tmp)
-    else:
-        tmp.mkdir(parents=True)
     note = {r: [m.model for m in entry_models(getattr(ctx.params.models, r))] for r in ROLES}
-    (tmp / "stackelberg-models.json").write_text(json.dumps(note, indent=1) + "\n")
-    shutil.rmtree(target, ignore_errors=True)
-    tmp.rename(target)
+    with atomic_dir(target) as tmp:
+        if res["source"]:
+            shutil.copytree(res["source"], tmp, dirs_exist_ok=True)
+        (tmp / "stackelberg-models.json").write_text(json.dumps(note, indent=1) + "\n")
     size = sum(f.stat().st_size for f in Path(target).rglob("*") if f.is_file())
     return {"megabytes": size / 2**20, "roles_on_base": len(res["uses_base"])}

@@ -17,15 +17,15 @@ from collections import defaultdict
 from pathlib import Path
 
 from stackelberg.agents.refiner import parse_refiner_output
-from stackelberg.datasets import of_split, read_dataset
+from stackelberg.datasets import labeled_split
 from stackelberg.persuasion.candidates import refiner_prompt
-from stackelberg.persuasion.measurer import measure
-from stackelberg.training.grpo import (
+from stackelberg.persuasion.measurer import measure_completions
+from stackelberg.training.grpo import train_refiner
+from stackelberg.training.grpo_outputs import (
     PARSE_RATE,
     TRAIN_HISTORY,
     VARIANTS,
-    output_rates,
-    train_refiner,
+    train_history_rates,
     write_adapter,
 )
 from stackelberg.training.launch import check_machine, launch_command, run_launched
@@ -40,9 +40,7 @@ from stackelberg.training.prompt_rewards import (
 def plan(ctx) -> list[dict]:
     """The game's Refiner, then one per other reward variant (``grpo.variants``, the
     ablation), on the same instances."""
-    df = of_split(read_dataset(ctx.path("label"), "intents"), "train")
-    if df.is_empty():
-        raise ValueError(f"{ctx.path('label')}: no train instances to train the Refiner on")
+    df = labeled_split(ctx.path("label"), "train", "train the Refiner on")
     ids = df["instance_id"].to_list()
     variants = ctx.section.variants
     return [{"label": "train", "ids": ids}] + [
@@ -113,9 +111,8 @@ def train_game(ctx, ids: list[str], adapter_dir: Path, variant: str | None = Non
             outputs = [parse_refiner_output(t, row["base_utterance"], output_format) for t in raw]
             parsed = [utterance for utterance, _ in outputs]
             n_parsed += sum(ok for _, ok in outputs)
-            texts = score.texts(raw, parsed)
-            parts, _ = measure(measurer, view, texts, row["desired"], row["undesired"], score, room)
-            for i, p in zip(idx, parts, strict=True):
+            measured = measure_completions(measurer, row, view, raw, parsed, score, room)
+            for i, p in zip(idx, measured.parts, strict=True):
                 rewards[i] = p.reward
         if log_metric is not None and completions:  # the step's parse rate, in its history
             log_metric(PARSE_RATE, n_parsed / len(completions))
@@ -186,7 +183,7 @@ def finish(ctx, results) -> dict:
         variant = other["variant"]
         register_adapter(adapter / VARIANTS / variant, f"refiner-{ctx.game}-{variant}", variant)
     rewards = [h["reward"] for h in res["history"] if "reward" in h]
-    rates = output_rates(res["history"], res.get("completions_per_step", 0))
+    rates = train_history_rates(res["history"], res.get("completions_per_step", 0))
     return {
         # completions that ended before max_completion_length (1 - TRL's clipped_ratio) and
         # that parsed, over the whole run

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-from stackelberg.datasets import batches, from_rows, read_dataset, seed_of, write_dataset
+from stackelberg.datasets import (
+    NothingToWorkWithError,
+    batches,
+    from_rows,
+    read_dataset,
+    seed_of,
+    write_dataset,
+)
 from stackelberg.llm import LLMConfig
 from stackelberg.params import draw_model
-from stackelberg.persuasion.intents import SCRIPTED, label_views
+from stackelberg.persuasion.intents import SCRIPTED, Dropped, label_views
 
 
 def plan(ctx) -> list[dict]:
     df = read_dataset(ctx.path("select"), "instances")
+    if df.is_empty():
+        raise NothingToWorkWithError(f"{ctx.path('select')}: no instances to label")
     return batches(df, ctx.section.batch_instances)
 
 
@@ -28,6 +37,7 @@ def work(ctx, item) -> dict:
         by_model.setdefault(key, []).append(i)
     labels: list = [None] * len(rows)
     labeler_of: list[str] = [""] * len(rows)
+    dropped: dict[str, Dropped] = {}  # per labeler, checked in finish over all batches
     for key, idx in by_model.items():
         config = None if key == SCRIPTED else LLMConfig.model_validate_json(key)
         got = label_views(
@@ -36,8 +46,10 @@ def work(ctx, item) -> dict:
             s,
             [seed_of(rows[i]["instance_id"]) for i in idx],
         )
+        labeler = config.model if config else SCRIPTED
+        dropped[labeler] = Dropped.of(got, s.k)
         for i, lab in zip(idx, got, strict=True):
-            labels[i], labeler_of[i] = lab, config.model if config else SCRIPTED
+            labels[i], labeler_of[i] = lab, labeler
     kept = [
         {
             **row,
@@ -49,10 +61,21 @@ def work(ctx, item) -> dict:
         for row, lab, labeler in zip(rows, labels, labeler_of, strict=True)
         if lab.complete(s.k)
     ]
-    return {"rows": kept, "total": len(rows), "attempts": sum(lab.attempts for lab in labels)}
+    return {
+        "rows": kept,
+        "total": len(rows),
+        "attempts": sum(lab.attempts for lab in labels),
+        "dropped": dropped,
+    }
 
 
 def finish(ctx, results) -> dict:
+    dropped: dict[str, Dropped] = {}
+    for res in results:
+        for labeler, batch in res["dropped"].items():
+            dropped[labeler] = dropped.get(labeler, Dropped()) + batch
+    for labeler, tally in dropped.items():
+        tally.check(labeler, ctx.section)
     rows = [r for res in results for r in res["rows"]]
     total = sum(res["total"] for res in results)
     write_dataset(from_rows(rows, "intents"), ctx.path(), "intents")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from stackelberg.evaluation.ablation import BASELINE, ablation_from_mlflow, ablation_table
 from stackelberg.evaluation.report import load_metrics, markdown_report
+from stackelberg.evaluation.tournament import parse_condition
 from stackelberg.io import atomic_writer
 
 SUMMARY = Path("reports/summary.md")
@@ -31,11 +32,11 @@ def finish(ctx, results) -> dict:
     import mlflow  # the stage runs inside its MLflow run: the tracking URI is set
 
     # The paper's ablation is on top of ReAct; without react, the first refined condition.
-    refined = [c for c in ctx.params.evaluate.conditions if c.startswith("refiner+")]
+    refined = [c for c in ctx.params.evaluate.conditions if parse_condition(c).refined]
     treated = "refiner+react" if "refiner+react" in refined else (refined or [None])[0]
     extra = []
     if treated:
-        base = treated.removeprefix("refiner+")
+        base = parse_condition(treated).kind
         ablation = ablation_from_mlflow(
             ctx.params.tracking.experiment, mlflow.get_tracking_uri(), treated, base
         )

@@ -3,14 +3,21 @@ GRPO starts from); the base utterance is kept as candidate -1 so it is scored al
 
 from __future__ import annotations
 
-from stackelberg.datasets import batches, from_rows, of_split, read_dataset, seed_of, write_dataset
+from stackelberg.datasets import (
+    NothingToWorkWithError,
+    batches,
+    from_rows,
+    labeled_split,
+    seed_of,
+    write_dataset,
+)
 from stackelberg.persuasion.candidates import sample_candidates
 
 
 def plan(ctx) -> list[dict]:
     # The train split: the candidates GRPO starts from. The held-out split is sampled by
     # the evaluate stage, before and after training.
-    train = of_split(read_dataset(ctx.path("label"), "intents"), "train")
+    train = labeled_split(ctx.path("label"), "train", "sample candidates for")
     return batches(train, ctx.section.batch_instances)
 
 
@@ -42,9 +49,18 @@ def _row(row, index, source, raw, candidate, parsed) -> dict:
 def finish(ctx, results) -> dict:
     rows = [r for chunk in results for r in chunk["rows"]]
     df = from_rows(rows, "candidates")
-    write_dataset(df, ctx.path(), "candidates")
     refined = df.filter(df["source"] == "refiner")
     n = refined.height
+    # The follower reads the parsed utterance (score.candidate_text): with none parsed, every
+    # candidate is a fallback; with the raw completion read, parsing is a rate only.
+    reads_parsed = ctx.params.for_game("score", ctx.game).candidate_text == "parsed"
+    if n and reads_parsed and not refined["parsed"].any():
+        answer = NothingToWorkWithError.quote(refined["refiner_output"][0])
+        raise NothingToWorkWithError(
+            f"refiner {ctx.params.models.refiner.model}: none of its {n} candidates parsed as "
+            f"sample.output_format {ctx.section.output_format}; one answer: {answer}"
+        )
+    write_dataset(df, ctx.path(), "candidates")
     return {
         "candidates": n,
         "parse_rate": refined["parsed"].mean() if n else 0.0,

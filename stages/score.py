@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from stackelberg.datasets import batches, from_rows, of_split, read_dataset, write_dataset
-from stackelberg.persuasion.measurer import measure
+from stackelberg.datasets import batches, from_rows, labeled_split, read_dataset, write_dataset
+from stackelberg.persuasion.measurer import measure_completions
 
 #: the Measurer's computed contexts stay for the grpo stage, which runs next and scores the
 #: same train instances' contexts (an instance's context does not depend on its candidates)
@@ -15,7 +15,7 @@ KEEP_PREFIXES = ("measurer",)
 
 def plan(ctx) -> list[dict]:
     # The sample stage's candidates: the train split (evaluate scores the held-out one).
-    train = of_split(read_dataset(ctx.path("label"), "intents"), "train")
+    train = labeled_split(ctx.path("label"), "train", "score")
     return batches(train, ctx.section.batch_instances)
 
 
@@ -30,8 +30,8 @@ def work(ctx, item) -> list[dict]:
     out = []
     for row, view in zip(rows, views, strict=True):
         mine = cands.filter(pl.col("instance_id") == row["instance_id"]).sort("candidate_index")
-        texts = settings.texts(mine["refiner_output"].to_list(), mine["candidate"].to_list())
-        parts, cut = measure(llm, view, texts, row["desired"], row["undesired"], settings, room)
+        raw, parsed = mine["refiner_output"].to_list(), mine["candidate"].to_list()
+        _, parts, cut = measure_completions(llm, row, view, raw, parsed, settings, room)
         for c, p in zip(mine.iter_rows(named=True), parts, strict=True):
             d = p.as_dict()
             out.append(

@@ -1,9 +1,15 @@
-"""Shared fixtures, and the rule of the `slow` marker: a test that loads the model is slow."""
+"""Shared fixtures, and the rule of the `slow` marker: a test that loads or converts a model is
+slow, and a test not marked slow that does fails, saying so."""
 
 from __future__ import annotations
 
+import functools
+import importlib.abc
 import os
 import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -62,6 +68,105 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if MODEL_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+
+
+#: the most weights a checkpoint a test builds for itself holds (a real model: hundreds of MB)
+TINY_CHECKPOINT_BYTES = 10_000_000
+WEIGHT_FILES = (".safetensors", ".bin", ".pt", ".gguf")
+
+
+def _real_checkpoint(cls: Any, source: Any = None, *args: Any, **kwargs: Any) -> bool:
+    """Whether ``from_pretrained`` would load a real model: a hub name, or a folder with
+    more than ``TINY_CHECKPOINT_BYTES`` of weights (a test's tiny checkpoint may load)."""
+    folder = Path(str(kwargs.get("pretrained_model_name_or_path", source)))
+    if not folder.is_dir():
+        return True
+    weights = sum(f.stat().st_size for f in folder.iterdir() if f.suffix in WEIGHT_FILES)
+    return weights > TINY_CHECKPOINT_BYTES
+
+
+#: a loader that fails a fast test when it hands a real checkpoint over (after it converted
+#: one, or found it converted), not when it stops first with an error
+WHEN_IT_RETURNS = None
+#: where a real model's weights are loaded or converted: module -> its loaders ("Class.method"
+#: or a function) and when a call loads a real model. In a test not marked slow each such
+#: call fails the test, whatever fixture or helper reached it, so the fast lane loads no
+#: model by rule (the fixtures above are marked before the run)
+MODEL_LOADERS: dict[str, dict[str, Callable[..., bool] | None]] = {
+    # an embedded model's checkpoint, converted from its GGUF on first use
+    "stackelberg.llm.embedded": {"ensure_checkpoint": WHEN_IT_RETURNS},
+    "transformers.modeling_utils": {"PreTrainedModel.from_pretrained": _real_checkpoint},
+    "transformers.models.auto.auto_factory": {
+        "_BaseAutoModelClass.from_pretrained": _real_checkpoint
+    },
+}
+LOADS_A_MODEL = "this test loads a model ({}): mark it slow (@pytest.mark.slow)"
+_running_fast_test = False
+
+
+def _refusing(where: str, load: Callable[..., Any], real: Callable[..., bool] | None) -> Callable:
+    @functools.wraps(load)
+    def refuse_in_a_fast_test(*args: Any, **kwargs: Any) -> Any:
+        if _running_fast_test and real is not WHEN_IT_RETURNS and real(*args, **kwargs):
+            pytest.fail(LOADS_A_MODEL.format(where), pytrace=False)
+        loaded = load(*args, **kwargs)
+        if _running_fast_test and real is WHEN_IT_RETURNS:
+            pytest.fail(LOADS_A_MODEL.format(where), pytrace=False)
+        return loaded
+
+    return refuse_in_a_fast_test
+
+
+def _guard(module: Any) -> None:
+    """Wrap the loaders of ``module`` (a class's classmethod stays a classmethod)."""
+    for path, real in MODEL_LOADERS[module.__name__].items():
+        *owner_path, name = path.split(".")
+        owner = functools.reduce(getattr, owner_path, module)
+        load = vars(owner)[name] if owner_path else getattr(owner, name)
+        if isinstance(load, classmethod):
+            setattr(owner, name, classmethod(_refusing(path, load.__func__, real)))
+        else:
+            setattr(owner, name, _refusing(path, load, real))
+
+
+class _GuardLoadersOnImport(importlib.abc.MetaPathFinder):
+    """Guards a module of ``MODEL_LOADERS`` as soon as it is imported, before anything can
+    take a loader from it (``from ... import ensure_checkpoint``); importing it costs the
+    fast lane nothing when no test needs it."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname not in MODEL_LOADERS:
+            return None
+        for finder in sys.meta_path:
+            if finder is not self and hasattr(finder, "find_spec"):
+                if (spec := finder.find_spec(fullname, path, target)) is not None:
+                    break
+        else:
+            return None
+        execute = spec.loader.exec_module
+
+        def exec_and_guard(module: Any) -> None:
+            execute(module)
+            _guard(module)
+
+        spec.loader.exec_module = exec_and_guard
+        return spec
+
+
+for _name in MODEL_LOADERS.keys() & sys.modules.keys():  # imported before this file
+    _guard(sys.modules[_name])
+sys.meta_path.insert(0, _GuardLoadersOnImport())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A test not marked slow, with its fixtures' setup and teardown, may load no model."""
+    global _running_fast_test
+    _running_fast_test = item.get_closest_marker("slow") is None
+    try:
+        return (yield)
+    finally:
+        _running_fast_test = False
 
 
 # Property tests draw the same examples on every run, so CI cannot fail by chance;

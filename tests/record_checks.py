@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from stackelberg.evaluation.tournament import parse_condition
+
 #: what the record adds for a seat played by an LLM (``Agent.seat_facts``)
 LLM_SEAT_FACTS = (
     "model",
@@ -38,7 +40,7 @@ def check_record(rec: dict, name: str) -> None:
             assert ev["visible_to"] == [ev["player"]] and set(ev["data"]) == {"step", "text"}
             assert isinstance(ev["data"]["text"], str) and ev["data"]["text"]
         if ev["type"] == "speech":
-            refined = rec["players"][ev["player"]]["agent"].startswith("refiner+")
+            refined = parse_condition(rec["players"][ev["player"]]["agent"]).wrapped
             keys = {"text", "base_utterance"} if refined else {"text"}
             assert set(ev["data"]) == keys and ev["visible_to"] == "all"
     res = rec["result"]

@@ -13,17 +13,42 @@ from tables import squeeze
 from stackelberg.cli import main
 
 
+def table_rows(printed: str, header: str) -> dict[str, list[str]]:
+    """The rows of the printed table whose first column is headed ``header``: first cell ->
+    the other cells (split on whitespace)."""
+    summary = printed.split("\nwrote ")[0]  # the line after the summary: where records went
+    block = next(b for b in summary.split("\n\n") if b.startswith(header))
+    return {line.split()[0]: line.split()[1:] for line in block.splitlines()[2:]}
+
+
 @pytest.mark.parametrize("game", ["werewolf", "avalon", "onuw"])
 def test_play_writes_records_and_summary(game, tmp_path, capsys):
     out = tmp_path / "games.jsonl"
     assert (
         main(["play", game, "--games", "3", "--seed", "7", "--out", str(out), "--transcript"]) == 0
     )
-    lines = out.read_text().splitlines()
-    assert [json.loads(line)["seed"] for line in lines] == [7, 8, 9]
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["seed"] for r in records] == [7, 8, 9]
     printed = capsys.readouterr().out
-    assert "3 games" in printed and "wins by role" in printed
     assert "=== result:" in printed and "--- " in printed and "Player 1:" in printed
+    assert "\n3 games\n" in printed
+    # each team dealt: the games it won (its name among the winners) of the 3 it played
+    teams = table_rows(printed, "wins by team")
+    dealt = {p["team"] for r in records for p in r["players"]}
+    assert set(teams) == dealt
+    for team, (won_of, rate, *_) in teams.items():
+        won = sum(team in r["result"]["winner"].split("+") for r in records)
+        assert won_of == f"{won}/3" and rate == f"{won / 3:.1%}"
+    # each role dealt: the games where one of its holders won, of the games it was dealt in
+    roles = table_rows(printed, "wins by role")
+    for role, (won_of, _) in roles.items():
+        held = [r for r in records if any(p["role"] == role for p in r["players"])]
+        won = sum(
+            any(p["role"] == role and p["id"] in r["result"]["winners"] for p in r["players"])
+            for r in held
+        )
+        assert won_of == f"{won}/{len(held)}"
+    assert set(roles) == {p["role"] for r in records for p in r["players"]}
 
 
 def test_play_is_reproducible(tmp_path):
@@ -131,20 +156,30 @@ def test_report_prints_the_tables(tmp_path, capsys):
 def test_the_summary_counts_the_llm_seats_speeches_and_choices():
     from stackelberg.cli import summarize
 
-    def seat(i, asks, reasks, fell):
+    def seat(i, asks, reasks, fell, role="villager", team="village"):
         facts = {"speech_asks": asks, "speech_reasks": reasks, "fallback_speeches": fell}
         facts |= {"choice_asks": 2, "choice_reasks": 1, "invalid_choices": 0}
-        return {"id": i, "role": "villager", **facts}
+        return {"id": i, "role": role, "team": team, **facts}
 
     result = {"winner": "village", "winners": [0], "reason": "all_wolves_dead"}
+    wolf = {"id": 1, "role": "werewolf", "team": "werewolf"}
     records = [
-        {"result": result, "players": [seat(0, 12, 4, 2), seat(1, 10, 0, 0)]},
-        {"result": result, "players": [seat(0, 3, 2, 1), {"id": 1, "role": "werewolf"}]},
+        {
+            "game": "werewolf",
+            "seed": 0,
+            "result": result,
+            "players": [seat(0, 12, 4, 2), seat(1, 10, 0, 0)],
+        },
+        {"game": "werewolf", "seed": 1, "result": result, "players": [seat(0, 3, 2, 1), wolf]},
     ]
-    lines = summarize(iter(records)).splitlines()  # an iterator: the summary reads it once
-    rows = {line.split()[0]: line.split()[-5:] for line in lines if line.strip()}
+    printed = summarize(iter(records))  # an iterator: the summary reads it once
+    rows = table_rows(printed, "LLM seats")
     # speeches: 25 asked, 6 of them re-asks, so 19 made; 3 fell back
     assert rows["speeches"] == ["19", "25", "6", "3", "15.8%"]
-    assert rows["generated"] == ["3", "6", "3", "0", "0.0%"]
-    scripted = {"result": result, "players": [{"id": 0, "role": "villager"}]}
-    assert "speeches" not in summarize([scripted])
+    assert rows["generated"] == ["choices", "3", "6", "3", "0", "0.0%"]
+    assert table_rows(printed, "wins by team") == {
+        "village": ["2/2", "100.0%", "all_wolves_dead", "2"],
+        "werewolf": ["0/1", "0.0%"],
+    }
+    scripted = {"game": "werewolf", "seed": 0, "result": result, "players": [wolf]}
+    assert "LLM seats" not in summarize([scripted])

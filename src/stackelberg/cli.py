@@ -6,11 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, get_args
 
-from stackelberg.agents import AGENT_KINDS, LLM_AGENT_KINDS, check_kind, make_agent, seat_agents
+from stackelberg import INTERRUPTED_STATUS
+from stackelberg.agents import AGENT_KINDS, LLM_AGENT_KINDS, check_kind, seat_agents
+from stackelberg.agents.choice import CHOICE_MODES
 from stackelberg.agents.human import HumanAgent, HumanQuit
 from stackelberg.agents.llm_agents import MAX_SPEECH_ATTEMPTS
 from stackelberg.agents.prompting import transcript_line
@@ -18,7 +19,7 @@ from stackelberg.agents.runner import Table, play_tables
 from stackelberg.games import GAME_NAMES, Game, GameError, make_game
 from stackelberg.games.sotopia_scenarios import TASK_FILES
 from stackelberg.io import atomic_writer
-from stackelberg.llm import LLMError
+from stackelberg.llm import LLMConfig, LLMError
 
 
 class UsageError(Exception):
@@ -36,102 +37,71 @@ def parse_sets(pairs: Sequence[str]) -> dict[str, str]:
 
 
 def summarize(records: Iterable[dict[str, Any]]) -> str:
-    """Wins by team and by role, and what the LLM seats' answers cost, as small text tables."""
-    records = list(records)
-    by_team: Counter[str] = Counter()
-    role_games: Counter[str] = Counter()
-    role_wins: Counter[str] = Counter()
-    reasons: dict[str, Counter[str]] = defaultdict(Counter)
-    scored: list[tuple[str, dict[str, float]]] = []
-    scenarios: set[str] = set()
-    n = 0
-    for rec in records:
-        n += 1
-        res = rec["result"]
-        for p, part in zip(rec["players"], res.get("scores") or (), strict=False):
-            if part.get("scores"):
-                scored.append((p["team"], part["scores"]))
-        if "scenario" in res:
-            scenarios.add(res["scenario"])
-        by_team[res["winner"]] += 1
-        reasons[res["winner"]][res["reason"]] += 1
-        winners = set(res["winners"])
-        for p in rec["players"]:
-            role_games[p["role"]] += 1
-            role_wins[p["role"]] += p["id"] in winners
+    """The games' numbers (``evaluation.play_summary``) as small text tables: wins by team
+    and by role dealt (a scored game: its dimensions' means by team), and what the LLM
+    seats' answers cost."""
     from tabulate import tabulate
 
-    teams = [
-        (team, k, pct(k, n), ", ".join(f"{r} {c}" for r, c in reasons[team].most_common()))
-        for team, k in by_team.most_common()
-    ]
-    roles = [
-        (role, f"{role_wins[role]}/{role_games[role]}", pct(role_wins[role], role_games[role]))
-        for role in sorted(role_games)
-    ]
-    distinct = f" ({len(scenarios)} distinct scenarios)" if scenarios else ""
-    parts = [
-        f"{n} games{distinct}",
-        tabulate(
-            teams, ("wins by team", "games", "rate", "why"), colalign=("left", "right", "right")
-        ),
-        tabulate(
-            roles,
-            ("wins by role (dealt)", "won/dealt", "rate"),
-            colalign=("left", "right", "right"),
-        ),
-    ]
-    return "\n\n".join(parts + score_lines(scored) + llm_count_lines(records))
+    from stackelberg.evaluation.play_summary import play_summary
+
+    summary = play_summary(records)
+    distinct = f" ({summary['scenarios']} distinct scenarios)" if summary["scenarios"] else ""
+    parts = [f"{summary['games']} games{distinct}"]
+    if "scores" in summary:
+        scores = summary["scores"]
+        dims = [d for d in next(iter(scores.values()), {}) if d != "unscored"]
+        rows = [[team, *(mean_cell(by_dim[d]) for d in dims)] for team, by_dim in scores.items()]
+        parts.append(tabulate(rows, ("mean score by seat", *dims), disable_numparse=True))
+    else:
+        teams = sorted(summary["teams"].items(), key=lambda t: -t[1]["overall"]["wins"])
+        rows = [
+            (team, won_of(t["overall"]), pct(t["overall"]), reasons(summary["reasons"][team]))
+            for team, t in teams
+        ]
+        headers = ("wins by team", "won/games", "rate", "why")
+        parts.append(tabulate(rows, headers, colalign=("left", "right", "right")))
+        roles = {role: r for _, t in teams for role, r in t["roles"].items()}  # one team each
+        rows = [(role, won_of(roles[role]), pct(roles[role])) for role in sorted(roles)]
+        headers = ("wins by role (dealt)", "won/games", "rate")
+        parts.append(tabulate(rows, headers, colalign=("left", "right", "right")))
+    return "\n\n".join(parts + llm_count_lines(summary))
 
 
-def score_lines(scored: list[tuple[str, dict[str, float]]]) -> list[str]:
-    """Scored games (Sotopia): the mean of each dimension by seat's team, as one table;
-    nothing for games without scores. Where a result names its scenario, the count of
-    distinct scenarios played."""
-    if not scored:
-        return []
-    from tabulate import tabulate
-
-    dims = list(dict.fromkeys(d for _, s in scored for d in s))
-    teams = list(dict.fromkeys(t for t, _ in scored))
-    rows = [
-        [team, *(f"{mean([s[d] for t, s in scored if t == team and d in s]):.2f}" for d in dims)]
-        for team in teams
-    ]
-    return [tabulate(rows, ("mean score by seat", *dims), disable_numparse=True)]
+#: the summary's rows of LLM seat counts: (row, the summary's block of its counts)
+LLM_COUNT_ROWS = (("speeches", "speeches"), ("generated choices", "choices"))
 
 
-#: the summary's rows of LLM seat counts: (row, its seat facts: asked, re-asked, fell back)
-LLM_COUNT_ROWS = (
-    ("speeches", ("speech_asks", "speech_reasks", "fallback_speeches")),
-    ("generated choices", ("choice_asks", "choice_reasks", "invalid_choices")),
-)
-
-
-def llm_count_lines(records: Sequence[dict[str, Any]]) -> list[str]:
+def llm_count_lines(summary: dict[str, Any]) -> list[str]:
     """The LLM seats' speeches and generated choices, summed over the games: how many were
     made, the answers asked for and re-asked, and how many fell back (the fallback line, a
     random legal option), with the share of those made; nothing without LLM seats."""
-    seats = [p for rec in records for p in rec["players"] if "speech_asks" in p]
-    if not seats:
+    if not summary["speeches"]:
         return []
     from tabulate import tabulate
 
     rows = []
-    for name, keys in LLM_COUNT_ROWS:
-        asked, reasked, fell = (sum(p.get(k, 0) for p in seats) for k in keys)
+    for name, block in LLM_COUNT_ROWS:
+        asked, reasked, fell = summary[block].values()  # in CHOICE_COUNTS / SPEECH_COUNTS order
         made = asked - reasked
-        rows.append((name, made, asked, reasked, fell, pct(fell, made)))
+        rows.append((name, made, asked, reasked, fell, f"{fell / max(made, 1):.1%}"))
     headers = ("LLM seats", "made", "asked", "re-asked", "fell back", "share")
     return [tabulate(rows, headers, colalign=("left", *["right"] * 5))]
 
 
-def mean(xs: list[float]) -> float:
-    return sum(xs) / max(len(xs), 1)
+def won_of(r: dict[str, Any]) -> str:
+    return f"{r['wins']}/{r['n']}"
 
 
-def pct(k: int, n: int) -> str:
-    return f"{k / max(n, 1):.1%}"
+def pct(r: dict[str, Any]) -> str:
+    return f"{r['rate'] or 0:.1%}"
+
+
+def reasons(counts: dict[str, int]) -> str:
+    return ", ".join(f"{reason} {k}" for reason, k in counts.items())
+
+
+def mean_cell(part: dict[str, Any]) -> str:
+    return f"{part['estimate']:.2f}" if part["n"] else "-"
 
 
 def transcript(game: Game, res: dict[str, Any] | None = None) -> str:
@@ -180,31 +150,19 @@ def cmd_play(args: argparse.Namespace) -> int:
         kinds[args.human - 1] = HumanAgent.kind
     for kind in set(kinds) - {HumanAgent.kind}:
         check_kind(kind, args.game)  # before a backend loads
-    # kind -> the trained model its seats play (keyword, model), loaded before a backend
-    extras: dict[str, dict[str, Any]] = {}
-    if args.tactics and "rl_ins" in kinds:
-        from stackelberg.agents.tactics.policy import load_policy
+    from stackelberg.evaluation.tournament import DEFAULT_ROUTE, build_agent
 
-        extras["rl_ins"] = {"policy": load_policy(args.tactics)}
-    if args.value and "strategist" in kinds:
-        from stackelberg.agents.lookahead.value import load_value
-
-        extras["strategist"] = {"value": load_value(args.value)}
-    if args.lspo and "lspo" in kinds:
-        from stackelberg.agents.latent.cfr import load_policy as load_lspo_policy
-
-        extras["lspo"] = {"policy": load_lspo_policy(args.lspo)}
+    routes = trained_routes(kinds, args)  # loaded before a backend: a bad folder fails fast
     judged = options.get("evaluator") == "llm"  # a scored game's LLM evaluator
     llm = _backend(args) if judged or any(k in LLM_AGENT_KINDS for k in kinds) else None
+    if llm is not None:
+        routes[DEFAULT_ROUTE] = llm
     agent_options = {"choice": args.choice, "max_speech_attempts": args.max_speech_attempts}
 
     def seat(kind: str) -> Any:
         if kind == HumanAgent.kind:
             return HumanAgent()
-        if kind in LLM_AGENT_KINDS:
-            extra = extras.get(kind, {})
-            return make_agent(kind, args.game, llm=llm, **agent_options, **extra)
-        return make_agent(kind, args.game)
+        return build_agent(kind, args.game, routes, agent_options)
 
     for kind in set(kinds) - {HumanAgent.kind}:
         seat(kind)  # validate names and pairings before playing anything
@@ -241,7 +199,7 @@ def cmd_play(args: argparse.Namespace) -> int:
             for rec in played:
                 if out is not None:
                     out.write(json.dumps(rec) + "\n")
-                records.append({"result": rec["result"], "players": rec["players"]})
+                records.append({k: rec[k] for k in ("game", "seed", "result", "players")})
             if not first_game:
                 first_game.append(tables[0].game)
                 first_result = played[0]["result"]
@@ -253,6 +211,20 @@ def cmd_play(args: argparse.Namespace) -> int:
     if args.out:
         print(f"wrote {len(records)} game records to {args.out}")
     return 0
+
+
+def trained_routes(kinds: Sequence[str], args: argparse.Namespace) -> dict[str, Any]:
+    """The trained models the seats' kinds play with (``--tactics``, ``--value``, ``--lspo``),
+    by route (``evaluation.routes.trained_routes``); none without those flags."""
+    if not (args.tactics or args.value or args.lspo):
+        return {}
+    from stackelberg.agents.lspo import LSPO_ROUTE
+    from stackelberg.agents.rl_ins import TACTICS_ROUTE
+    from stackelberg.agents.strategist import STRATEGIST_ROUTE
+    from stackelberg.evaluation.routes import trained_routes as load_routes
+
+    folders = {TACTICS_ROUTE: args.tactics, STRATEGIST_ROUTE: args.value, LSPO_ROUTE: args.lspo}
+    return load_routes(kinds, folders.get)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -369,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument(
         "--backend",
         default="local",
-        choices=["local", "openai", "anthropic"],
+        choices=get_args(LLMConfig.model_fields["backend"].annotation),
         help="LLM backend of the LLM agents (local: the embedded model)",
     )
     play.add_argument("--model", help="model name or checkpoint folder (default: embedded)")
@@ -378,7 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument(
         "--choice",
         default="auto",
-        choices=["auto", "score", "generate"],
+        choices=CHOICE_MODES,
         help="how LLM agents choose among options: score them, answer a numbered list, or "
         "auto (score where the backend can)",
     )
@@ -484,7 +456,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return quit.status
     except KeyboardInterrupt:
         print("stackelberg: interrupted; no partial output was kept", file=sys.stderr)
-        return 130
+        return INTERRUPTED_STATUS
 
 
 if __name__ == "__main__":

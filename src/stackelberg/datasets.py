@@ -83,6 +83,19 @@ class DatasetError(ValueError):
     """A dataset file that does not match its declared schema."""
 
 
+class NothingToWorkWithError(DatasetError):
+    """A stage's input, or its model's answers, leave it (nearly) nothing to work with: the
+    stage stops there, in one line naming the cause, rather than a later stage failing on
+    an empty dataset (the pipeline reports a DatasetError as a user's error, no traceback)."""
+
+    @staticmethod
+    def quote(answer: str, limit: int = 160) -> str:
+        """A model's raw answer as the message quotes it: on one line, at most ``limit``
+        characters."""
+        flat = " ".join(answer.split())
+        return repr(flat if len(flat) <= limit else flat[: limit - 1] + "…")
+
+
 def check_schema(df: pl.DataFrame, name: str, where: str) -> pl.DataFrame:
     """Raise DatasetError naming the first missing or mistyped column; return df ordered."""
     schema = SCHEMAS[name]
@@ -136,6 +149,15 @@ def batches(df: pl.DataFrame, size: int) -> list[dict]:
 def of_split(df: pl.DataFrame, split: str) -> pl.DataFrame:
     """The rows of one split (``train`` or ``test``, as the select stage assigned them)."""
     return df.filter(pl.col("split") == split)
+
+
+def labeled_split(path: str | Path, split: str, purpose: str) -> pl.DataFrame:
+    """The labeled instances of one split (the label stage's intents at ``path``); with none
+    to ``purpose``, the stage stops here in one line (NothingToWorkWithError)."""
+    df = of_split(read_dataset(path, "intents"), split)
+    if df.is_empty():
+        raise NothingToWorkWithError(f"{path}: no {split} instances to {purpose}")
+    return df
 
 
 def seed_of(instance_id: str) -> int:

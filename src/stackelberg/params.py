@@ -38,7 +38,7 @@ from stackelberg.persuasion.candidates import SampleSettings, trained_sampling
 from stackelberg.persuasion.intents import LabelSettings
 from stackelberg.persuasion.measurer import ScoreSettings
 from stackelberg.settings import Settings, one_line
-from stackelberg.training.grpo import GRPOSettings
+from stackelberg.training.grpo_settings import GRPOSettings
 from stackelberg.training.lspo import GAME as LSPO_GAME
 from stackelberg.training.lspo import LspoSettings
 from stackelberg.training.strategist import GAME as STRATEGIST_GAME
@@ -188,7 +188,10 @@ class EvaluateParams(PlayerParams):
     seed: int = Field(0, description="seed of the held-out candidates")
     conditions: list[str] = Field(
         default_factory=lambda: ["direct", "refiner+direct", "react", "refiner+react"],
-        description="agents under test (X and refiner+X are paired on the same seeds)",
+        description="agents under test: an agent kind X, refiner+X (the trained Refiner "
+        "rewrites X's speeches) or bestN+X (N >= 1: the Measurer's best of N untrained "
+        "Refiner rewrites, the no-training peer; needs label.scheme: scripted); X and each "
+        "wrapped X are paired on the same seeds",
     )
     opponent: str = Field("direct", description="the agent of every other seat (paper: direct)")
     camps: list[str] = Field(
@@ -378,8 +381,10 @@ def check_pairings(params: Params) -> None:
     """Refuse, before anything starts, what cannot work: a role on a backend that cannot do
     what the role needs, and agents that do not exist or do not fit the game."""
     from stackelberg.agents import LLM_AGENT_KINDS, llm_agent_class, seat_agents
-    from stackelberg.evaluation.tournament import build_agent
+    from stackelberg.evaluation.tournament import build_agent, parse_condition
     from stackelberg.games import ConfigError, make_game
+    from stackelberg.persuasion.best_of import MEASURER_ROUTE, REFINER_BASE_ROUTE
+    from stackelberg.persuasion.intents import SCRIPTED
 
     models = params.models
     if not models.measurer.can_score():
@@ -428,11 +433,19 @@ def check_pairings(params: Params) -> None:
                         "stage (rl_ins: the tactics stage's policy); name it in "
                         "evaluate.conditions instead"
                     )
+            routes = ("default", "refiner", REFINER_BASE_ROUTE, MEASURER_ROUTE)
             for condition in (*evaluate.conditions, evaluate.opponent):
-                build_agent(condition, game, {"default": _NoModel(), "refiner": _NoModel()})
+                build_agent(condition, game, dict.fromkeys(routes, _NoModel()))
             make_game(game, evaluate.options)
         except ConfigError as err:
             raise ParamsError(f"{game}: {err}") from None
+        scheme = params.for_game("label", game).scheme
+        searched = [c for c in evaluate.conditions if parse_condition(c).best_of]
+        if searched and scheme != SCRIPTED:
+            raise ParamsError(
+                f"evaluate.conditions ({game}): {searched[0]} labels speeches at play time with "
+                f"label.scheme: {SCRIPTED}, not {scheme}; set label.scheme: {SCRIPTED} or drop it"
+            )
     for section, game in (
         ("tactics", TACTICS_GAME),
         ("strategist", STRATEGIST_GAME),

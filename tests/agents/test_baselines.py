@@ -11,6 +11,7 @@ from record_checks import check_record, rule_check
 
 from stackelberg.agents import AGENT_KINDS, check_kind, make_agent
 from stackelberg.agents.prompting import transcript_line
+from stackelberg.agents.prompts import describe_event
 from stackelberg.agents.runner import Table, play_tables
 from stackelberg.evaluation.tournament import build_agent
 from stackelberg.games import GAMES, ConfigError, make_game
@@ -43,7 +44,7 @@ SMALL = {"speech_tokens": 12, "reasoning_tokens": 12, "max_prompt_tokens": 640}
 
 
 def expected_calls(kind: str, decision, history: bool) -> int:
-    """LLM calls of one decision, as the README's agents table states them (re-asks of a
+    """LLM calls of one decision, as docs/agents.md's agents table states them (re-asks of a
     generated choice aside); a decision with one legal option takes none."""
     if decision.options is not None and len(decision.options) == 1:
         return 0
@@ -79,7 +80,7 @@ def play(kind: str, game_name: str, llm, choice: str, seed: int = 1):
 
         def wrapped(decision):
             seen = [
-                agent.game.describe_event(e, agent.player)
+                describe_event(agent.game, e, agent.player)
                 for e in agent.game.visible_events(agent.player)
             ]
             reasks = sum(getattr(a, "choice_reasks", 0) for a in agents)
@@ -153,7 +154,7 @@ def test_reasoning_is_private_to_its_player_and_read_by_no_prompt(api, kind):
         assert ev.visible_to == (ev.player,) and ev.player % 2 == 0  # the kind's seats only
         for viewer in range(game.n_players):
             assert (ev in game.visible_events(viewer)) == (viewer == ev.player)
-            assert game.describe_event(ev, viewer) is None  # so no prompt ever reads it
+            assert describe_event(game, ev, viewer) is None  # so no prompt ever reads it
         line = transcript_line(game, ev)
         assert (
             line

@@ -19,6 +19,7 @@ from stackelberg.agents.latent.acts import ACT_NAMES, LatentSpeaker, speech_act
 from stackelberg.agents.latent.cfr import LatentPolicy, RegretTables, load_policy, save_policy
 from stackelberg.agents.latent.clusters import kmeans, latent_strategies, tfidf
 from stackelberg.agents.lspo import STEP
+from stackelberg.agents.prompts import describe_event
 from stackelberg.agents.runner import Table, play_tables
 from stackelberg.evaluation.stats import paired_bootstrap_diff
 from stackelberg.evaluation.tournament import build_agent
@@ -263,7 +264,7 @@ def test_each_decision_takes_one_call_and_each_speech_notes_its_strategy(api, ch
     for ev in (e for e in table.game.events if e.type == "reasoning"):
         for viewer in range(table.game.n_players):
             assert (ev in table.game.visible_events(viewer)) == (viewer == ev.player)
-            assert table.game.describe_event(ev, viewer) is None  # no prompt reads it
+            assert describe_event(table.game, ev, viewer) is None  # no prompt reads it
 
 
 def test_the_speech_prompt_carries_the_strategy(solved):

@@ -24,6 +24,7 @@ from stackelberg.agents.lookahead.value import (
     load_value,
     save_value,
 )
+from stackelberg.agents.prompts import describe_event
 from stackelberg.agents.runner import Table, play_tables
 from stackelberg.agents.scripted.avalon import AvalonScripted
 from stackelberg.evaluation.stats import paired_bootstrap_diff
@@ -168,7 +169,7 @@ def test_template_games_are_legal_seeded_and_each_move_notes_its_plan_privately(
 def test_an_evil_strategist_camp_wins_more_than_an_evil_scripted_one(fitted):
     """Template speech, the fitted value, the same seeds for both: the paired interval of the
     win-rate gain excludes 0. (Good strategists did not beat good scripted players:
-    bench/strategist_match.py measures both camps; README.)"""
+    bench/strategist_match.py measures both camps; docs/agents.md.)"""
     model, _ = fitted
     records = play_matrix(
         "avalon",
@@ -223,7 +224,7 @@ def play_llm(llm, choice: str, seed: int = 1, seats=(0, 2, 4)):
 
 
 def expected_calls(decision, due: bool) -> int:
-    """The README's row: a speech 2 (guide, speech); the first move after a discussion
+    """docs/agents.md's row: a speech 2 (guide, speech); the first move after a discussion
     round 1 (the ratings); other moves 0 (the search); one legal option 0."""
     if decision.options is not None and len(decision.options) == 1:
         return 0
@@ -272,7 +273,7 @@ def test_reasoning_is_private_to_its_player_and_read_by_no_prompt(api):
         assert ev.visible_to == (ev.player,) and ev.player in (0, 2, 4)
         for viewer in range(game.n_players):
             assert (ev in game.visible_events(viewer)) == (viewer == ev.player)
-            assert game.describe_event(ev, viewer) is None
+            assert describe_event(game, ev, viewer) is None
 
 
 def test_refiner_wraps_it_and_keeps_its_reasoning(api, fitted):

@@ -14,7 +14,7 @@ from stackelberg.evaluation.metrics import game_metrics, mlflow_metrics
 from stackelberg.evaluation.report import markdown_report, terminal_report
 from stackelberg.params import Params
 from stackelberg.persuasion.candidates import dataset_rates
-from stackelberg.training.grpo import CLIPPED_RATIO, PARSE_RATE
+from stackelberg.training.grpo_outputs import CLIPPED_RATIO, PARSE_RATE
 from stages import evaluate, sample
 
 

@@ -22,7 +22,14 @@ from stackelberg.datasets import from_rows, write_dataset
 from stackelberg.evaluation.tournament import play_matrix
 from stackelberg.games import GAME_NAMES, make_game
 from stackelberg.persuasion.context import speech_instances
-from stackelberg.viewer import Entry, ViewError, load_entries, render_game, render_pages
+from stackelberg.viewer import (
+    Entry,
+    ViewError,
+    load_entries,
+    render_game,
+    render_pages,
+    tournament_entries,
+)
 
 
 class PageText(HTMLParser):
@@ -127,6 +134,22 @@ def test_tournament_records_need_their_game(tmp_path):
     path.write_text(json.dumps(summary) + "\n")
     with pytest.raises(ViewError, match="without its game_record"):
         load_entries(path)
+
+
+def test_the_evaluate_stage_shows_the_first_games_of_each_condition_in_turn():
+    records = [
+        {"condition": c, "camp": "good", "game_record": {"game": "avalon", "seed": s}}
+        for c in ("direct", "refiner+direct")
+        for s in (1, 2, 3)
+    ]
+    picked = tournament_entries(records, 3)
+    assert [(e.label, e.record["seed"]) for e in picked] == [
+        ("direct, good", 1),
+        ("refiner+direct, good", 1),
+        ("direct, good", 2),
+    ]
+    assert json.loads(picked[0].source) == records[0]["game_record"]
+    assert tournament_entries(records, 0) == [] and len(tournament_entries(records, 9)) == 6
 
 
 def test_repeated_seeds_get_their_own_pages():

@@ -11,6 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stackelberg.agents.base import RandomAgent
+from stackelberg.agents.prompting import history_lines
+from stackelberg.agents.prompts import describe_event
 from stackelberg.agents.runner import play_game
 from stackelberg.agents.scripted.avalon import AvalonScripted
 from stackelberg.games import ConfigError, GameError, IllegalActionError, make_game
@@ -432,7 +434,7 @@ def test_fifth_rejection(fifth_rejection, reason, phase):
     assert game.events[-1] is ev
     assert (ev.player, ev.phase, ev.round, ev.visible_to) == (None, "vote", 1, "all")
     assert ev.data == {"quest": 1, "attempt": 5, "team": [4, 5]}
-    assert game.describe_event(ev, 0) == (
+    assert describe_event(game, ev, 0) == (
         "That was the fifth rejected team in a row: Player 5, Player 6 go on quest 1 anyway."
     )
     d = game.decision()
@@ -579,13 +581,14 @@ def test_assassin_pass_and_miss_descriptions():
     game.step(None)
     (ev,) = of_type(game, "assassinate")
     assert (
-        game.describe_event(ev, 5) == "After quest 1 you keep your assassination attempt for later."
+        describe_event(game, ev, 5)
+        == "After quest 1 you keep your assassination attempt for later."
     )
-    assert "assassination" not in game.observation(0).text
+    assert not any("assassination" in line for line in history_lines(game, 0, game.events))
     quest(game, GOOD_TEAMS[1])
     game.step(2)
     ev = of_type(game, "assassinate")[-1]
-    assert game.describe_event(ev, 0) == (
+    assert describe_event(game, ev, 0) == (
         "The Assassin (Player 6) names Player 3 as Merlin. That is not Merlin."
     )
     assert game.decision().kind == SPEAK and game.quest == 3
@@ -595,7 +598,7 @@ def test_assassin_pass_and_miss_descriptions():
         quest(game, team)
     game.step(2)
     ev = of_type(game, "assassinate")[-1]
-    assert game.describe_event(ev, 0) == "The Assassin (Player 6) names Player 3 as Merlin."
+    assert describe_event(game, ev, 0) == "The Assassin (Player 6) names Player 3 as Merlin."
 
 
 def test_release_options_are_recorded_only_when_set():
@@ -709,13 +712,17 @@ def test_string_options_parse():
 def test_observation_and_descriptions():
     game = new(seed=0)
     quest(game, (0, 5), failers={5})
-    text = game.observation(0).text
+
+    def seen(player: int) -> str:
+        return "\n".join(history_lines(game, player, game.events))
+
+    text = seen(0)
     assert "You see the evil players: Player 5, Player 6." in text
     assert "Quest 1 (Player 1, Player 6) fails with 1 Fail card." in text
     assert "Player 1 votes approve." in text and "says: Hello." in text
-    assert "Merlin is among: Player 1, Player 5" in game.observation(1).text
-    assert "Your fellow evil players: Player 6." in game.observation(4).text
-    assert "evil players" not in game.observation(2).text
+    assert "Merlin is among: Player 1, Player 5" in seen(1)
+    assert "Your fellow evil players: Player 6." in seen(4)
+    assert "evil players" not in seen(2)
     pub = game.public_state()
     assert pub["quest_results"] == [False] and pub["quest"] == 2 and pub["failures"] == 1
     json.dumps(game.observation(3).data)

@@ -10,6 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stackelberg.agents import make_agent
+from stackelberg.agents.prompting import history_lines
+from stackelberg.agents.prompts import describe_event
 from stackelberg.agents.runner import play_game
 from stackelberg.games import ConfigError, IllegalActionError, make_game
 from stackelberg.games.base import SPEAK
@@ -704,7 +706,7 @@ def test_speaking_order(speaking_order, rounds, order):
         assert game.events[-1] is ev  # right before the first speech
         assert (ev.phase, ev.round, ev.player, ev.visible_to) == ("day", 1, None, "all")
         assert ev.data == {"order": order}
-        assert game.describe_event(ev, 0) == (
+        assert describe_event(game, ev, 0) == (
             "Day: every discussion round goes in this order: "
             "Player 3, Player 2, Player 1, Player 5 and Player 4."
         )
@@ -780,7 +782,7 @@ def test_lone_wolf_peek(lone_wolf_peek, roles, actions, expected):
         game.step(action)
     assert night_events(game) == expected
     wolves = expected[0][2]["werewolves"]
-    text = game.observation(wolves[0]).text
+    text = "\n".join(history_lines(game, wolves[0], game.events))
     assert ("you are the only werewolf" in text) == (len(wolves) == 1)
     assert ("centre card" in text) == (len(wolves) == 1 and lone_wolf_peek)
 
@@ -929,7 +931,7 @@ def test_hunter_death_event_names_the_hunter():
     deaths = [(e.player, e.data) for e in game.events if e.type == "death"]
     assert deaths == [(None, {"players": [0]}), (0, {"players": [3]})]
     assert (
-        game.describe_event(game.events[-1], 1)
+        describe_event(game, game.events[-1], 1)
         == "Player 1 was the Hunter and takes Player 4 down too."
     )
 
@@ -1004,7 +1006,7 @@ def test_observations_show_only_own_night():
             (2, "troublemake", (0, 1)),
         ],
     )
-    texts = {p: game.observation(p).text for p in range(5)}
+    texts = {p: "\n".join(history_lines(game, p, game.events)) for p in range(5)}
     assert "Night: you looked at Player 4's card: the Werewolf." in texts[0]
     assert "your new card is the Werewolf" in texts[1]
     assert "you swapped the cards of Player 1 and Player 2" in texts[2]

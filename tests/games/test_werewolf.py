@@ -10,6 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stackelberg.agents import make_agent
+from stackelberg.agents.prompting import history_lines
+from stackelberg.agents.prompts import describe_event
 from stackelberg.agents.runner import play_game
 from stackelberg.games import ConfigError, GameError, IllegalActionError, make_game
 from stackelberg.games.base import SPEAK
@@ -85,7 +87,7 @@ def test_wolf_options_and_order():
     # the second wolf sees the first wolf's choice, nobody else does
     ev = last(game, "wolf_choice")
     assert (ev.player, ev.data, ev.visible_to) == (0, {"target": 4}, (0, 1))
-    assert game.describe_event(ev, 1) == "Night 1: Player 1 wants to kill Player 5."
+    assert describe_event(game, ev, 1) == "Night 1: Player 1 wants to kill Player 5."
 
 
 def test_guardian_cannot_repeat_but_can_change():
@@ -175,7 +177,7 @@ def test_seer_inspect():
     assert (ev.player, ev.data, ev.visible_to) == (2, {"target": 1, "is_werewolf": True}, (2,))
     game = play([4, 4, 3, 6])
     assert last(game, "inspect").data == {"target": 6, "is_werewolf": False}
-    assert game.describe_event(last(game, "inspect"), 2) == (
+    assert describe_event(game, last(game, "inspect"), 2) == (
         "Night 1: you inspected Player 7: not a werewolf."
     )
 
@@ -228,7 +230,7 @@ def test_votes_are_hidden_until_everyone_voted():
     ]
     assert all(e.visible_to == "all" and e.phase == "vote" for e in votes)
     assert last(game, "eliminate").data == {"player": 0}
-    assert game.describe_event(votes[-1], 0) == "Player 7 abstains."
+    assert describe_event(game, votes[-1], 0) == "Player 7 abstains."
 
 
 # (options, day-1 votes of players 0..6 after a quiet night) -> eliminated
@@ -422,9 +424,9 @@ def test_observation_private_and_public():
     assert game.private_knowledge(2) == {"role": "seer", "inspected": {"0": True}}
     assert game.private_knowledge(3) == {"role": "guardian", "last_protected": 3}
     assert game.public_state()["alive"] == [0, 1, 2, 3, 5, 6]
-    text = game.observation(5).text
+    text = "\n".join(history_lines(game, 5, game.events))
     assert "Player 5 died during the night" in text and "inspected" not in text
-    assert "inspected Player 1: a werewolf" in game.observation(2).text
+    assert "inspected Player 1: a werewolf" in "\n".join(history_lines(game, 2, game.events))
 
 
 # ---- errors -------------------------------------------------------------------------------
@@ -629,7 +631,7 @@ def test_whole_games_obey_the_rules(
     agents = [make_agent(kind, "werewolf") for _ in range(game.config.n_players)]
     rec = play_game(game, agents, seed)
     check_record(rec)
-    assert all(game.describe_event(e, 0) for e in game.events)
+    assert all(describe_event(game, e, 0) for e in game.events)
     again = play_game(
         make_game("werewolf", options),
         [make_agent(kind, "werewolf") for _ in agents],

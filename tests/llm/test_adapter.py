@@ -45,7 +45,8 @@ def test_adapter_is_local_only_and_must_exist(tmp_path):
     with pytest.raises(ConfigError, match="adapter"):
         make_llm(backend="openai", model="m", adapter=str(tmp_path))
     with pytest.raises(ModelNotFoundError, match=r"is not a PEFT adapter folder$"):
-        make_llm(backend="local", cache="off", adapter=str(tmp_path))
+        # a base that is no checkpoint: refused before the base would load
+        make_llm(backend="local", model=str(tmp_path / "base"), cache="off", adapter=str(tmp_path))
 
 
 def test_adapter_runs_beside_the_shared_weights_as_if_merged(local_llm, adapter_dir):

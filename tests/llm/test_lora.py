@@ -32,6 +32,7 @@ def adapter_dir(tmp_path_factory):
     return str(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["float32", "int8"])
 def test_lean_layers_give_peft_layers_numbers(adapter_dir, dtype, monkeypatch):
     _, lm = loading.load_model(ensure_checkpoint(), "embedded", dtype, CPU, None)
@@ -69,6 +70,7 @@ def test_lean_layers_give_peft_layers_numbers(adapter_dir, dtype, monkeypatch):
                         assert torch.allclose(ours(x), theirs(x), rtol=1e-5, atol=1e-5), name
 
 
+@pytest.mark.slow
 def test_the_model_runs_the_adapter_as_peft_does(adapter_dir, monkeypatch):
     _, lm = loading.load_model(ensure_checkpoint(), "embedded", "int8", CPU, None)
     lean = loading.lora_beside(lm, adapter_dir)

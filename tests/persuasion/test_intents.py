@@ -6,9 +6,16 @@ import json
 
 import pytest
 
+from stackelberg.datasets import NothingToWorkWithError
 from stackelberg.llm import GenerateRequest
 from stackelberg.persuasion.context import instance_view, speech_instances
-from stackelberg.persuasion.intents import LabelSettings, label_views, valid_response
+from stackelberg.persuasion.intents import (
+    Dropped,
+    Labels,
+    LabelSettings,
+    label_views,
+    valid_response,
+)
 
 
 class ScriptedLLM:
@@ -67,3 +74,44 @@ def test_json_scheme(view):
     llm = ScriptedLLM(["not json at all", answer])
     [labels] = label_views(llm, [view], LabelSettings(k=2, scheme="json", max_attempts=3), [0])
     assert labels.complete(2) and labels.attempts == 2
+
+
+# ---- a labeler whose answers leave the stage nothing: one line, in the label stage -----------
+
+
+def test_an_unusable_answer_is_kept_to_quote(view):
+    sure = "Sure!\nHere are a few."
+    settings = LabelSettings(k=3, max_attempts=2)
+    [per_response] = label_views(ScriptedLLM([sure] * 12), [view], settings, [0])
+    json_scheme = LabelSettings(k=2, scheme="json", max_attempts=2)
+    [as_json] = label_views(ScriptedLLM(["I'd be glad to help!"] * 2), [view], json_scheme, [0])
+    assert per_response.unusable == sure and as_json.unusable == "I'd be glad to help!"
+    answer = json.dumps({"desired": ["I trust you here.", "Good point, friend."], "undesired": []})
+    [half] = label_views(ScriptedLLM([answer, "no"]), [view], json_scheme, [0])
+    assert half.desired and half.unusable == "no"  # the answer that gave something is not kept
+
+
+def test_a_labeler_that_drops_too_many_stops_the_stage_in_one_line(view):
+    settings = LabelSettings(k=3, max_dropped_share=0.5)
+    [kept] = label_views(ScriptedLLM(["Yes."] * 36), [view], settings, [0])
+    tally = Dropped.of([kept, Labels(["a", "b", "c"], ["d", "e", "f"])], 3)
+    assert (tally.instances, tally.dropped, tally.answer) == (2, 1, "Yes.")
+    tally.check("pretend-labeler", settings)  # half of them: allowed
+    tally += Dropped(3, 3, "Sure!\n  Here are\nsome lines.")
+    with pytest.raises(NothingToWorkWithError) as err:
+        tally.check("pretend-labeler", settings)
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(
+        "labeler pretend-labeler dropped 4 of 5 instances (80%), more than "
+        "label.max_dropped_share 0.5:"
+    )
+    assert message.endswith("one answer: 'Yes.'")  # the first batch's, on one line
+    Dropped(5, 5, None).check("pretend-labeler", LabelSettings(max_dropped_share=1.0))
+    with pytest.raises(NothingToWorkWithError, match="one answer: none came back$"):
+        Dropped(5, 5, None).check("pretend-labeler", settings)
+
+
+def test_a_long_answer_is_quoted_short():
+    quoted = NothingToWorkWithError.quote("word " * 100, limit=20)
+    assert quoted == repr("word word word word…")

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from stackelberg.agents.prompts import describe_event
 from stackelberg.persuasion.context import (
     CANDIDATE_SLOT,
     follower_messages,
@@ -21,7 +22,7 @@ from stackelberg.persuasion.intents import (
     label_views,
     per_response_question,
 )
-from stackelberg.persuasion.measurer import ScoreSettings, measure
+from stackelberg.persuasion.measurer import ScoreSettings, measure, measure_completions
 
 
 @pytest.fixture
@@ -88,7 +89,7 @@ def test_the_followers_history_is_its_own_view_or_the_global_log(view):
     assert hidden, "the fixture needs night events the follower did not see"
     assert len(log) > len(own)
     marked = [line for line in log if " only) " in line]
-    assert len(marked) == sum(1 for e in private if view.game.describe_event(e, -1))
+    assert len(marked) == sum(1 for e in private if describe_event(view.game, e, -1))
     assert all(not line.startswith("(") for line in own)
 
 
@@ -148,3 +149,38 @@ def test_an_instances_context_does_not_depend_on_the_candidates_scored_with_it(v
     _, bare_short = measure(llm, view, short, ["Yes."], ["No."], settings)
     _, bare_long = measure(llm, view, longer, ["Yes."], ["No."], settings)
     assert bare_short <= bare_long
+
+
+class ResponseScorer(ContextScorer):
+    """Also what it was asked to score, and one token per response whose log-probability
+    names the response (-1, -2, ...) and the candidate (its length / 100)."""
+
+    def __init__(self):
+        super().__init__()
+        self.asked = []
+
+    def score_nested(self, context, candidates, responses, joiner=""):
+        self.asked.append((list(candidates), list(responses)))
+        return [[[-(j + 1) - len(c) / 100] for j in range(len(responses))] for c in candidates]
+
+
+RAW = ["Analysis: calm.\nResponse: I trust Player 2.", "Vote Player 3 with me now."]
+PARSED = ["I trust Player 2.", "Vote Player 3 with me now."]
+
+
+@pytest.mark.parametrize("candidate_text, read", [("parsed", PARSED), ("raw", RAW)])
+def test_the_stages_measurer_call_scores_the_chosen_text_on_the_instances_responses(
+    view, candidate_text, read
+):
+    """``measure_completions``, the score, grpo and evaluate stages' one call."""
+    llm = ResponseScorer()
+    row = {"desired": ["I vote for Player 3.", "Agreed."], "undesired": ["I vote for Player 1."]}
+    settings = ScoreSettings(candidate_text=candidate_text)
+    texts, parts, cut = measure_completions(llm, row, view, RAW, PARSED, settings, 16)
+    assert texts == read and cut == 0
+    assert llm.asked == [(read, row["desired"] + row["undesired"])]
+    for text, part in zip(read, parts, strict=True):  # the desired responses are the first two
+        own = len(text) / 100
+        assert part.pos_means == pytest.approx((-1 - own, -2 - own))
+        assert part.neg_means == pytest.approx((-3 - own,))
+        assert part.words == len(text.split())

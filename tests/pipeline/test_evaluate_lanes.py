@@ -12,8 +12,10 @@ import torch
 
 import stages.evaluate as evaluate
 from flows import context
+from stackelberg.evaluation import held_out_scoring
 from stackelberg.llm.local import PrefixBudget, PrefixStore
 from stackelberg.params import Params
+from stackelberg.persuasion.measurer import Measured
 
 
 class Backend:
@@ -38,24 +40,28 @@ def stage(monkeypatch):
         "before_outputs": {},
         "after_outputs": {},
     }
-    seen = {"scored": threading.Event(), "measure": [], "play": []}
+    # wait_s: how long the tables wait for the lane's first score (none when the Measurer
+    # plays at the tables: it scores after them, so there is nothing to wait for)
+    seen = {"scored": threading.Event(), "measure": [], "play": [], "wait_s": 20}
 
-    def measure(llm, view, texts, desired, undesired, settings, room):
+    def measure(llm, row, view, raw, parsed, settings, room):
         seen["measure"].append(
             (threading.current_thread().name, torch.get_num_threads(), llm.prefix_store.budget)
         )
         seen["scored"].set()
         parts = dict(words=3, positive=-1.0, negative=-2.0, length_penalty=0.0)
-        return [SimpleNamespace(reward=float(i), **parts) for i in range(len(texts))], 0
+        rewards = [SimpleNamespace(reward=float(i), **parts) for i in range(len(raw))]
+        return Measured(list(parsed), rewards, 0)
 
     def play_matrix(*args, **kwargs):
         # the lane scores while the tables play (without it, this waits out its timeout)
-        seen["play"].append((threading.current_thread().name, seen["scored"].wait(timeout=20)))
+        scored = seen["scored"].wait(timeout=seen["wait_s"])
+        seen["play"].append((threading.current_thread().name, scored))
         return [{"condition": "direct", "camp": "village", "players": [], "win": True}]
 
     monkeypatch.setattr(evaluate, "held_out_samples", lambda ctx: sampled)
     monkeypatch.setattr(evaluate, "held_out_measurer", lambda ctx, also=(): measurer)
-    monkeypatch.setattr(evaluate, "measure", measure)
+    monkeypatch.setattr(held_out_scoring, "measure_completions", measure)
     monkeypatch.setattr(evaluate, "play_matrix", play_matrix)
     ctx = context.StageContext("evaluate", "werewolf", Params())
     yield ctx, measurer, player, budget, seen
@@ -79,6 +85,7 @@ def test_the_measurer_scores_beside_the_tables_on_one_thread(monkeypatch, stage)
 def test_a_measurer_the_tables_play_with_scores_after_them(monkeypatch, stage):
     ctx, measurer, player, budget, seen = stage
     monkeypatch.setattr(evaluate, "tournament_routes", lambda ctx, keep=(): {"p": measurer})
+    seen["wait_s"] = 0
     out = evaluate.held_out_beside_tournament(ctx, slice(0, 1))
     here = threading.current_thread().name
     assert seen["play"] == [(here, False)]  # nothing scored while the tables played

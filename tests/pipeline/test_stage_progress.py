@@ -36,8 +36,7 @@ def work(ctx, item):
 counted.plan, counted.work = plan, work
 counted.finish = lambda ctx, results: {"instances": sum(results)}
 sys.modules["stages.counted"] = counted
-context.LAYOUT["counted"], context.INPUTS["counted"] = "out", []
-context.NOT_PER_GAME["counted"] = "orchestration"
+context.register_stage("counted", ("out",), section="orchestration")
 print("instances", stage.run_stage("counted", "all")["instances"])
 """
 

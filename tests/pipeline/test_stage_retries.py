@@ -35,8 +35,7 @@ def work(ctx, item):
 
 flaky.plan, flaky.work, flaky.finish = plan, work, lambda ctx, results: {"tries": results[0]}
 sys.modules["stages.flaky"] = flaky
-context.LAYOUT["flaky"], context.INPUTS["flaky"] = "out", []
-context.NOT_PER_GAME["flaky"] = "orchestration"
+context.register_stage("flaky", ("out",), section="orchestration")
 stage.run_item = stage.run_item.with_options(retry_delay_seconds=0)
 for retries in (1, 0):
     calls.unlink(missing_ok=True)

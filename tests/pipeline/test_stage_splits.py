@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import polars as pl
 import pytest
 
+from stackelberg import datasets
 from stages import grpo, sample, score
 
 INTENTS = pl.DataFrame(
@@ -22,7 +23,7 @@ INTENTS = pl.DataFrame(
 
 @pytest.mark.parametrize("stage", [sample, score, grpo])
 def test_sample_score_and_grpo_plan_the_train_split_only(monkeypatch, stage):
-    monkeypatch.setattr(stage, "read_dataset", lambda path, name: INTENTS)
+    monkeypatch.setattr(datasets, "read_dataset", lambda path, name: INTENTS)
     ctx = SimpleNamespace(
         path=lambda s=None: Path(s or "x"), section=SimpleNamespace(batch_instances=1, variants=[])
     )
@@ -31,7 +32,7 @@ def test_sample_score_and_grpo_plan_the_train_split_only(monkeypatch, stage):
 
 
 def test_grpo_trains_each_ablation_variant_on_the_same_instances(monkeypatch):
-    monkeypatch.setattr(grpo, "read_dataset", lambda path, name: INTENTS)
+    monkeypatch.setattr(datasets, "read_dataset", lambda path, name: INTENTS)
     section = SimpleNamespace(variants=["pos_only", "neg_only"])
     items = grpo.plan(SimpleNamespace(path=lambda s=None: Path(s or "x"), section=section))
     assert [item.get("variant") for item in items] == [None, "pos_only", "neg_only"]

@@ -25,7 +25,7 @@ import pytest
 from project import make_project, sh
 
 from stackelberg.datasets import from_rows, write_dataset
-from stackelberg.training.grpo import TRAIN_HISTORY
+from stackelberg.training.grpo_outputs import TRAIN_HISTORY
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # starts Prefect and clusters
 
@@ -149,8 +149,7 @@ def work(ctx, item):
 endless.plan = lambda ctx: [{"label": "one"}, {"label": "two"}]
 endless.work, endless.finish = work, lambda ctx, results: {}
 sys.modules["stages.endless"] = endless
-context.LAYOUT["endless"], context.INPUTS["endless"] = "out", []
-context.NOT_PER_GAME["endless"] = "orchestration"
+context.register_stage("endless", ("out",), section="orchestration")
 if __name__ == "__main__":
     try:
         stage.run_stage("endless", "all")

@@ -16,14 +16,13 @@ from stackelberg.training import (
     train_refiner,
     trl_reward,
 )
-from stackelberg.training.grpo import (
+from stackelberg.training.grpo_outputs import (
     CLIPPED_RATIO,
     PARSE_RATE,
     SETTINGS_FILE,
-    grpo_config,
-    output_rates,
-    stop_token_ids,
+    train_history_rates,
 )
+from stackelberg.training.trl_bridge import grpo_config, stop_token_ids
 
 PROMPTS = [
     [
@@ -52,6 +51,16 @@ def embedded_base():
     return ensure_checkpoint()
 
 
+@pytest.fixture
+def unloadable_base(tmp_path):
+    """A folder that passes for a checkpoint (a config.json) but holds no weights: a test of
+    what fails before loading, which loads nothing even when the check is missed."""
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "config.json").write_text("{}")
+    return base
+
+
 @pytest.fixture(scope="module")
 def run(embedded_base, tmp_path_factory):
     """One training run shared by the tests that inspect its results."""
@@ -78,19 +87,50 @@ def test_params_grpo_section_is_the_settings_class():
         assert f.description, f"{name} has no description"
 
 
-def test_config_sets_the_paper_values_explicitly(tmp_path):
+def test_the_config_takes_every_setting_over_trls_defaults(tmp_path):
+    """Each setting reaches TRL's config as given, whatever TRL's own default for it."""
+    import dataclasses
+
+    from trl import GRPOConfig
+
     s = GRPOSettings(
-        num_generations=8, prompts_per_step=3, beta=0.04, learning_rate=1e-6, precision="float32"
+        num_generations=3,
+        prompts_per_step=5,
+        beta=0.01,
+        epsilon=0.3,
+        learning_rate=2e-5,
+        epochs=2.0,
+        loss_type="dr_grpo",
+        scale_rewards="batch",
+        temperature=0.5,
+        top_p=0.8,
+        max_completion_length=20,
+        seed=7,
+        precision="float32",
     )
     cfg = grpo_config(s, tmp_path, cuda=False)
-    assert (cfg.beta, cfg.epsilon, cfg.loss_type, cfg.scale_rewards) == (0.04, 0.2, "grpo", "group")
-    assert (cfg.learning_rate, cfg.num_train_epochs, cfg.num_generations) == (1e-6, 1.0, 8)
-    assert (cfg.temperature, cfg.top_p, cfg.max_completion_length) == (0.7, 0.9, 48)
-    assert cfg.per_device_train_batch_size == cfg.generation_batch_size == 24
+    assert (cfg.beta, cfg.epsilon, cfg.loss_type, cfg.scale_rewards) == (
+        0.01,
+        0.3,
+        "dr_grpo",
+        "batch",
+    )
+    assert (cfg.learning_rate, cfg.num_train_epochs, cfg.num_generations) == (2e-5, 2.0, 3)
+    assert (cfg.temperature, cfg.top_p, cfg.max_completion_length, cfg.seed) == (0.5, 0.8, 20, 7)
+    # one optimizer step is one generation batch: 5 prompts x 3 completions, used once
+    assert cfg.per_device_train_batch_size == cfg.generation_batch_size == 15
     assert (cfg.gradient_accumulation_steps, cfg.steps_per_generation) == (1, 1)
-    assert cfg.use_cpu and not cfg.bf16 and not cfg.fp16 and not cfg.gradient_checkpointing
+    assert cfg.use_cpu and not cfg.bf16 and not cfg.fp16 and not cfg.use_vllm
+    # the pipeline logs each step itself and keeps only the adapter
     assert (cfg.logging_steps, cfg.save_strategy, cfg.report_to) == (1, "no", [])
-    assert not cfg.use_vllm
+    # the defaults too reach TRL where its own defaults differ (TRL: another algorithm)
+    theirs = {f.name: f.default for f in dataclasses.fields(GRPOConfig)}
+    ours, differ = GRPOSettings(precision="float32"), 0
+    cfg = grpo_config(ours, tmp_path, cuda=False)
+    for name in ("beta", "loss_type", "temperature", "top_p"):
+        differ += theirs[name] != getattr(ours, name)
+        assert getattr(cfg, name) == getattr(ours, name), name
+    assert differ  # the check can tell a default left to TRL
 
 
 def test_micro_batch_trains_one_step_in_passes_over_one_generation_batch(tmp_path):
@@ -139,9 +179,9 @@ def test_reward_adapter_passes_texts_and_columns():
         ({"prompts": ["hello", "there"]}, ValueError, r"prompts\[0\] is not a chat"),
     ],
 )
-def test_bad_inputs_fail_before_loading(embedded_base, tmp_path, change, error, match):
+def test_bad_inputs_fail_before_loading(unloadable_base, tmp_path, change, error, match):
     kwargs = {
-        "base_model": embedded_base,
+        "base_model": unloadable_base,
         "prompts": PROMPTS,
         "columns": {"instance_id": ["w-1", "a-7"]},
         "reward_fn": longer_is_better,
@@ -153,14 +193,14 @@ def test_bad_inputs_fail_before_loading(embedded_base, tmp_path, change, error, 
     assert not (tmp_path / "adapter").exists()
 
 
-def test_bad_settings_and_output_dir(embedded_base, tmp_path):
+def test_bad_settings_and_output_dir(unloadable_base, tmp_path):
     with pytest.raises(ValidationError, match="num_generations\n.*greater than or equal to 2"):
         GRPOSettings(num_generations=1)
     with pytest.raises(ValidationError, match="loss_type\n.*'grpo'"):
         GRPOSettings(loss_type="ppo")
     (tmp_path / "data.csv").write_text("keep me")
     with pytest.raises(ValueError, match="not a PEFT adapter folder"):
-        train_refiner(embedded_base, PROMPTS, {}, longer_is_better, TINY, tmp_path)
+        train_refiner(unloadable_base, PROMPTS, {}, longer_is_better, TINY, tmp_path)
     assert (tmp_path / "data.csv").exists()
 
 
@@ -275,7 +315,7 @@ def test_wrong_reward_count_fails_and_leaves_nothing(embedded_base, tmp_path):
 
 
 def test_write_adapter_replaces_a_previous_adapter_and_refuses_other_folders(tmp_path):
-    from stackelberg.training.grpo import write_adapter
+    from stackelberg.training.grpo_outputs import write_adapter
 
     out = tmp_path / "refiner"
     write_adapter({"adapter_config.json": b"{}", "adapter_model.safetensors": b"v1"}, out)
@@ -353,20 +393,28 @@ def test_stop_strings_become_every_token_that_holds_them():
 
 
 def test_the_completion_limit_defaults_to_the_refiners_and_no_stop_on_cpu(tmp_path):
-    assert GRPOSettings(max_completion_length=None).completion_limit == 48
+    from stackelberg.agents.refiner import RefinerStyle
+
+    # unset, a completion has the Refiner's room in play; the pipeline's null is the sample's
+    limit = GRPOSettings(max_completion_length=None).completion_limit
+    assert limit == RefinerStyle().max_new_tokens
+    sampled = Params(sample={"max_new_tokens": limit + 5}, grpo={"max_completion_length": None})
+    assert sampled.refiner_sampling("werewolf").max_new_tokens == limit + 5
+    capped = Params(sample={"max_new_tokens": limit + 5}, grpo={"max_completion_length": 9})
+    assert capped.refiner_sampling("werewolf").max_new_tokens == 9
     s = GRPOSettings(num_generations=2, max_completion_length=32)
     cfg = grpo_config(s, tmp_path, cuda=False, stop_ids=[198])
     assert cfg.max_completion_length == 32
     assert cfg.generation_kwargs is None  # transformers: the trainer adds them to its EOS ids
 
 
-def test_output_rates_from_the_history():
+def test_train_history_rates():
     history = [
         {"step": 1, CLIPPED_RATIO: 0.5, PARSE_RATE: 0.25},
         {"step": 2, CLIPPED_RATIO: 0.0, PARSE_RATE: 0.75},
     ]
-    assert output_rates(history, 4) == {"completions": 8, "ended_rate": 0.75, "parse_rate": 0.5}
-    empty = output_rates([], 4)
+    assert train_history_rates(history, 4) == {"completions": 8, "ended_rate": 0.75, "parse_rate": 0.5}
+    empty = train_history_rates([], 4)
     assert empty["completions"] == 0 and math.isnan(empty["ended_rate"])
 
 
@@ -393,7 +441,7 @@ def test_a_stop_ends_completions_like_end_of_sequence(embedded_base, tmp_path, g
     )
     assert [h[CLIPPED_RATIO] for h in result.history] == [0.0, 0.0]
     assert all(h["completions/max_length"] < 16 for h in result.history)
-    assert output_rates(result.history, settings.completions_per_step) == {
+    assert train_history_rates(result.history, settings.completions_per_step) == {
         "completions": 4,
         "ended_rate": 1.0,
         "parse_rate": 1.0,
@@ -422,7 +470,7 @@ def test_the_prompt_dataset_prints_nothing_and_holds_what_datasets_would(monkeyp
 
     from datasets import Dataset
 
-    from stackelberg.training.grpo import prompt_dataset
+    from stackelberg.training.trl_bridge import prompt_dataset
 
     columns = {"instance_id": ["w-1", "w-2"], "desired": ['["a"]', "[]"], "weight": [1.0, 2.5]}
     printed = []

@@ -12,12 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from stackelberg.params import Params
-from stackelberg.training.grpo import (
-    GRPOSettings,
-    grpo_config,
-    grpo_config_args,
-    train_precision,
-)
+from stackelberg.training.grpo_settings import GRPOSettings, train_precision
 from stackelberg.training.launch import (
     LaunchError,
     accelerate_config,
@@ -25,6 +20,7 @@ from stackelberg.training.launch import (
     launch_command,
     run_launched,
 )
+from stackelberg.training.trl_bridge import grpo_config, grpo_config_args
 
 ROOT = Path(__file__).resolve().parents[2]
 

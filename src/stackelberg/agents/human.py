@@ -1,7 +1,7 @@
 """A human seat: a person plays in the terminal against the agents.
 
 The person reads what an LLM player in that seat reads (the rules, who they are, the game
-so far as the engine describes it to them, the question), answers choices by number from
+so far as the prompts word it to them, the question), answers choices by number from
 the legal options and speeches as free text. Bad input is asked again; end of input or
 Ctrl-C raises ``HumanQuit`` so the command can stop with one line. Streams are injectable
 so tests drive the seat with scripted input.
@@ -12,8 +12,9 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
+from stackelberg import INTERRUPTED_STATUS
 from stackelberg.agents.base import Agent
-from stackelberg.agents.prompting import identity, option_label, rules_text
+from stackelberg.agents.prompting import history_lines, identity, option_label, rules_text
 from stackelberg.games.base import Decision
 
 
@@ -49,7 +50,7 @@ class HumanAgent(Agent):
         try:
             line = self.stdin.readline()
         except KeyboardInterrupt:
-            raise HumanQuit("interrupted", 130) from None
+            raise HumanQuit("interrupted", INTERRUPTED_STATUS) from None
         if not line:
             raise HumanQuit("end of input", 1)
         return line.strip()
@@ -59,9 +60,8 @@ class HumanAgent(Agent):
         if not self._intro:
             self._intro = True
             self.say(f"{rules_text(self.game)}\n\n{identity(self.game, self.player)}")
-        for ev in self.new_events():
-            if line := self.game.describe_event(ev, self.player):
-                self.say(line)
+        for line in history_lines(self.game, self.player, self.new_events()):
+            self.say(line)
 
     def act(self, decision: Decision) -> Any:
         self.show_news()

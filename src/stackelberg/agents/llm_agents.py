@@ -36,6 +36,7 @@ from stackelberg.agents.prompting import (
     PromptSpec,
     clean_speech,
     fitted_messages,
+    history_lines,
     option_label,
     player_spec,
     speech_question,
@@ -161,9 +162,7 @@ class LLMAgent(Agent):
         return request if self.route is None else Routed(self.route, request)
 
     def _refresh(self) -> None:
-        for ev in self.new_events():
-            if line := self.game.describe_event(ev, self.player):
-                self.lines.append(line)
+        self.lines += history_lines(self.game, self.player, self.new_events())
 
     def _messages(self, spec: PromptSpec, reserve: int) -> list[dict]:
         """The prompt with the newest history that fits the budget.

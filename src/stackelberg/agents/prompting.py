@@ -14,14 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from stackelberg.agents.prompts import prompts_of, rules_text
+from stackelberg.agents.prompts import describe_event, prompts_of, rules_text
 from stackelberg.games.base import Event, Game, player_name
 from stackelberg.llm import ContextLengthError, Message, fit_history
 
 #: The record's event type of an agent's private reasoning before it acts (its analysis,
-#: belief, plan or tactic): {step, text}, visible to that player only. Engines describe no
-#: such event, so no player's prompt and no Measurer history ever reads it; transcripts
-#: and ``stackelberg view`` show it (``transcript_line``).
+#: belief, plan or tactic): {step, text}, visible to that player only. ``describe_event``
+#: words no such event, so no player's prompt and no Measurer history ever reads it;
+#: transcripts and ``stackelberg view`` show it (``transcript_line``).
 REASONING = "reasoning"
 _BOOL_LABELS = {"vote": ("approve", "reject"), "quest": ("success", "fail")}
 #: what None means where it is not an abstention (the Avalon Assassin keeps the guess)
@@ -47,10 +47,10 @@ def option_label(option: Any, kind: str = "") -> str:
 
 
 def history_lines(game: Game, viewer: int, events: Sequence[Event]) -> list[str]:
-    """The events a viewer saw, one line each, as the engine describes them."""
+    """The events a viewer saw, one line each, as the game's prompts word them."""
     lines = []
     for ev in events:
-        if ev.visible(viewer) and (line := game.describe_event(ev, viewer)):
+        if ev.visible(viewer) and (line := describe_event(game, ev, viewer)):
             lines.append(line)
     return lines
 
@@ -58,7 +58,7 @@ def history_lines(game: Game, viewer: int, events: Sequence[Event]) -> list[str]
 def narrate(game: Game, event: Event) -> str | None:
     """One line for an event as the game master's log shows it: private events name who
     saw them ("(Player 3 only) ..."); None for events without a line."""
-    text = game.describe_event(event, -1)
+    text = describe_event(game, event, -1)
     if text and event.visible_to != "all":
         who = ", ".join(player_name(p) for p in event.visible_to) or "nobody"
         text = f"({who} only) {text}"
@@ -67,7 +67,7 @@ def narrate(game: Game, event: Event) -> str | None:
 
 def transcript_line(game: Game, event: Event) -> str | None:
     """An event's line in a transcript: ``narrate``'s, and for a player's private reasoning
-    (which no engine describes, so no prompt reads it) the step and its text, marked as
+    (which ``describe_event`` words not, so no prompt reads it) the step and its text, marked as
     seen by that player only."""
     if event.type != REASONING:
         return narrate(game, event)

@@ -22,6 +22,7 @@ from stackelberg.agents.prompting import (
     build_messages,
     clean_speech,
     fitted_messages,
+    history_lines,
     identity,
     rules_text,
 )
@@ -33,7 +34,6 @@ from stackelberg.settings import Settings
 REFINER_ROUTE = "refiner"
 #: Output formats: ``speech``, the new speech alone on one line (the completion ends at the
 #: line's end); ``analysis``, the release's two lines "Analysis: ..." then "Response: ...".
-OUTPUT_FORMATS = ("speech", "analysis")
 OutputFormat = Literal["speech", "analysis"]
 _RESPONSE = re.compile(r"response\s*:\s*(.+)", re.I | re.S)
 _ANALYSIS_LINE = re.compile(r"^\s*analysis\s*:.*$", re.I | re.M)
@@ -208,7 +208,16 @@ def ended_before_limit(llm: Any, text: str, max_new_tokens: int) -> bool:
 
 
 class RefinerAgent(Agent):
-    """``refiner+X``: X plays; its speeches go through the Refiner before they are said."""
+    """``refiner+X``: X plays; its speeches go through the Refiner before they are said.
+
+    Each speech asks the Refiner for ``samples`` completions in one request and says the
+    one ``choose`` picks: here the only one; a subclass may sample more and pick among them
+    (``persuasion.best_of``: the Measurer's best)."""
+
+    #: the backend route of the Refiner's requests
+    route = REFINER_ROUTE
+    #: the Refiner's completions per speech
+    samples = 1
 
     def __init__(
         self,
@@ -245,19 +254,27 @@ class RefinerAgent(Agent):
     def take_notes(self) -> list[tuple[str, str]]:
         return self.inner.take_notes()
 
+    def play_counts(self) -> dict[str, int]:
+        """What a tournament record sums over this kind's seats: speeches refined, and of
+        the completions said, those that parsed and those that ended before the limit."""
+        return {"refined": self.refined, "refiner_parsed": self.parsed, "refiner_ended": self.ended}
+
     def act(self, decision: Decision) -> Any:
         if decision.options is not None:
             return self.inner.act(decision)
         return self._refine(decision)
+
+    def choose(self, follower: int | None, base: str, raw: list[str], parsed: list[str]) -> int:
+        """The index of the completion said, among the ``raw`` completions of one speech
+        (``parsed``: their utterances; ``base``: X's speech; ``follower``: who speaks next)."""
+        return 0
 
     def _refine(self, decision: Decision) -> Generator[list[Any], list[Any], Any]:
         follower = self.game.next_speaker()
         action = self.inner.act(decision)
         if isinstance(action, types.GeneratorType):
             action = yield from action
-        for ev in self.new_events():
-            if line := self.game.describe_event(ev, self.player):
-                self.lines.append(line)
+        self.lines += history_lines(self.game, self.player, self.new_events())
         messages = refiner_prompt_messages(
             self.count_llm,
             self.game,
@@ -269,10 +286,17 @@ class RefinerAgent(Agent):
             self.max_prompt_tokens,
         )
         request = refiner_request(
-            messages, self.style, 1, self.temperature, self.top_p, self.rng.randrange(2**31)
+            messages,
+            self.style,
+            self.samples,
+            self.temperature,
+            self.top_p,
+            self.rng.randrange(2**31),
         )
-        [[text]] = yield [Routed(REFINER_ROUTE, request)]
-        utterance, ok = parse_refiner_output(text, action, self.style.output_format)
+        [texts] = yield [Routed(self.route, request)]
+        outputs = [parse_refiner_output(t, action, self.style.output_format) for t in texts]
+        said = self.choose(follower, action, list(texts), [u for u, _ in outputs])
+        text, (utterance, ok) = texts[said], outputs[said]
         self.base_utterance = action
         self.refined += 1
         self.parsed += ok

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from stackelberg.evaluation.stats import bootstrap_mean_ci, paired_bootstrap_diff
+from stackelberg.persuasion.best_of import best_index
 
 #: a candidate record's reward terms: the full reward, the desired responses' term and the
 #: undesired responses' term (minus their log-probability: higher is better for both)
@@ -96,9 +97,7 @@ def term_summary(
 def best_of_choice(pool: Sequence[Sequence[Mapping[str, Any]]], k: int) -> list[int]:
     """Per instance, the index (among its first ``k`` candidates) the Measurer scores
     highest; the first wins a tie."""
-    return [
-        max(range(min(k, len(cands))), key=lambda i: (cands[i]["reward"], -i)) for cands in pool
-    ]
+    return [best_index([c["reward"] for c in cands[:k]]) for cands in pool]
 
 
 def best_of_summary(

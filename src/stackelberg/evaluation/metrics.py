@@ -15,7 +15,9 @@ Layout of ``reports/{game}/metrics.json``::
                            "invalid_choices": 1}},   # generated choices of all LLM seats
      "speeches": {"react": {"games": 64, "speech_asks": 700, "speech_reasks": 40,
                             "fallback_speeches": 5}},  # speeches of all LLM seats
-     "paired": [                          # X against refiner+X on the same (camp, seed)
+     "best_of_calls": {"best4+react": {"games": 64, "best_of_speeches": 300,  # bestN+X only
+                       "best_of_samples": 1200, "best_of_measurer_calls": 240}},
+     "paired": [                          # X against refiner+X (and bestN+X), same (camp, seed)
        {"base": "react", "treated": "refiner+react", "camp": "all", "n": 64,
         "base_rate": 0.328, "treated_rate": 0.375, "diff": 0.047, "ci": [-0.06, 0.16],
         "b": 5, "c": 8, "p_value": 0.58, "significant": false,
@@ -76,10 +78,12 @@ from stackelberg.evaluation.stats import (
     wilson,
 )
 from stackelberg.evaluation.tournament import (
+    BEST_OF_COUNTS,
     CHOICE_COUNTS,
-    REFINER_PREFIX,
     SPEECH_COUNTS,
     Record,
+    parse_condition,
+    refiner_rates,
 )
 from stackelberg.evaluation.training_curve import MIN_STEPS, reward_rise
 from stackelberg.games import game_spec
@@ -152,14 +156,19 @@ def seat_counts(records: Iterable[Record], keys: Sequence[str]) -> dict[str, dic
     return out
 
 
+def best_of_calls(records: Iterable[Record]) -> dict[str, Any]:
+    """``{"best_of_calls": ...}``: per ``bestN+X`` condition, its games and the sums of
+    ``BEST_OF_COUNTS`` (speeches, Refiner samples, Measurer calls), the calls a speech
+    spends; empty when none was played (metrics.json then has no such entry)."""
+    searched = [r for r in records if BEST_OF_COUNTS[0] in r]
+    return {"best_of_calls": seat_counts(searched, BEST_OF_COUNTS)} if searched else {}
+
+
 def default_pairs(conditions: Iterable[str]) -> list[tuple[str, str]]:
-    """(X, refiner+X) for every X whose refined condition was played too."""
+    """(X, refiner+X) and (X, bestN+X) for every X whose wrapped condition was played too."""
     names = list(dict.fromkeys(conditions))
-    return [
-        (c[len(REFINER_PREFIX) :], c)
-        for c in names
-        if c.startswith(REFINER_PREFIX) and c[len(REFINER_PREFIX) :] in names
-    ]
+    parsed = {c: parse_condition(c) for c in names}
+    return [(p.kind, c) for c, p in parsed.items() if p.wrapped and p.kind in names]
 
 
 #: below this many paired units a bootstrap interval is not trusted (2 points give a
@@ -288,6 +297,7 @@ def game_metrics(
         "conditions": {} if dimensions else win_rates(records),
         "choices": seat_counts(records, CHOICE_COUNTS),
         "speeches": seat_counts(records, SPEECH_COUNTS),
+        **best_of_calls(records),
         "paired": [] if dimensions else paired_tests(records, pairs, resamples, seed),
         **scored,
         "reward": reward_summary(reward_before, reward_after, resamples=resamples, seed=seed),
@@ -393,6 +403,27 @@ def score_metrics(
     }
 
 
+def refiner_runs(
+    sample: Mapping[str, float] | None,
+    grpo: Mapping[str, float],
+    held_out: Mapping[str, Any],
+    records: Sequence[Record],
+) -> dict[str, Mapping[str, float]]:
+    """The output rates of one game's Refiner runs, by run (``REFINER_RUNS``): the sample
+    stage's candidates (``sample``; None without them), GRPO training (``grpo``), the
+    held-out candidates of the untrained and the trained Refiner (``held_out``: the held-out
+    reward, whose ``before_outputs`` and ``after_outputs`` exist when it had instances), and
+    the trained Refiner's speeches in the tournament ``records`` (when it spoke)."""
+    out: dict[str, Mapping[str, float]] = {} if sample is None else {"sample": sample}
+    out["grpo"] = grpo
+    for name in ("before", "after"):
+        if f"{name}_outputs" in held_out:
+            out[f"held_out_{name}"] = held_out[f"{name}_outputs"]
+    if (tournament := refiner_rates(records)) is not None:
+        out["tournament"] = tournament
+    return out
+
+
 def refiner_output_rates(
     runs: Mapping[str, Mapping[str, float]] | None,
 ) -> dict[str, dict[str, float | None]]:
@@ -424,7 +455,8 @@ def mlflow_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
 
     ``stat`` is winrate, wins or games; scope is ``overall``, ``camp.X`` or ``role.X``;
     the LLM seats' counts ``choices/game/condition/KEY`` (``CHOICE_COUNTS``) and
-    ``speeches/game/condition/KEY`` (``SPEECH_COUNTS``);
+    ``speeches/game/condition/KEY`` (``SPEECH_COUNTS``), a best-of speaker's
+    ``best_of_calls/game/condition/KEY`` (``BEST_OF_COUNTS``);
     paired tests give ``paired/game/base_vs_treated/{diff,p_value}`` (all camps), rewards
     ``reward/game/{before,after,diff}``, Refiner outputs
     ``refiner/game/run/{ended_rate,parse_rate}``, the training reward's rise
@@ -444,7 +476,12 @@ def mlflow_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
             out[f"games/{stem}"] = float(r["n"])
             if r["rate"] is not None:
                 out[f"winrate/{stem}"] = float(r["rate"])
-    for block, keys in (("choices", CHOICE_COUNTS), ("speeches", SPEECH_COUNTS)):
+    blocks = (
+        ("choices", CHOICE_COUNTS),
+        ("speeches", SPEECH_COUNTS),
+        ("best_of_calls", BEST_OF_COUNTS),
+    )
+    for block, keys in blocks:
         for condition, counts in (metrics.get(block) or {}).items():
             for key in keys:
                 out[f"{block}/{game}/{metric_key(condition)}/{key}"] = float(counts[key])
@@ -493,6 +530,7 @@ __all__ = [
     "paired_tests",
     "rate",
     "refiner_output_rates",
+    "refiner_runs",
     "score_metrics",
     "reward_summary",
     "training_summary",

@@ -178,7 +178,34 @@ def plot_reward_distribution(
     return _save(reward_distribution_figure(before, after, bins), path)
 
 
+def plot_game(
+    metrics: Mapping[str, Any],
+    history: Sequence[Mapping[str, Any]],
+    prompt_rewards: Mapping[int, Sequence[float]] | None,
+    before: Sequence[float],
+    after: Sequence[float],
+    folder: str | Path,
+) -> list[Path]:
+    """The plots of one game's evaluation (``metrics``: its metrics.json) in ``folder``: the
+    GRPO reward curve (``history``: the training's steps; ``prompt_rewards``: its prompts'
+    rewards by step), the held-out rewards ``before`` and ``after`` training, and, when
+    tournament games were played, the win rates (a scored game: its dimensions)."""
+    folder = Path(folder)
+    curve = {h.get("step", i): h["reward"] for i, h in enumerate(history, 1) if "reward" in h}
+    rise = (metrics["training"] or {}).get("reward_rise")
+    paths = [
+        plot_reward_curve(curve, folder / "reward_curve.png", prompt_rewards, rise),
+        plot_reward_distribution(before, after, folder / "reward_distribution.png"),
+    ]
+    if metrics["seeds"] and metrics.get("scores"):  # seeds: those of the games played
+        paths.append(plot_scores(metrics, folder / "scores.png"))
+    elif metrics["seeds"]:
+        paths.append(plot_win_rates(metrics, folder / "win_rates.png"))
+    return paths
+
+
 __all__ = [
+    "plot_game",
     "plot_reward_curve",
     "plot_reward_distribution",
     "plot_scores",

@@ -119,8 +119,8 @@ def overall_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable
         ["agent", *games],
         rows,
         f"Opponent seats: {', '.join(opponents)}. Cells: win rate [Wilson 95% interval] and "
-        "games; under each refiner+X, its difference from X on the same seeds in points "
-        "[paired bootstrap 95% interval] and the exact McNemar p.",
+        "games; under each refiner+X (and bestN+X), its difference from X on the same seeds "
+        "in points [paired bootstrap 95% interval] and the exact McNemar p.",
     )
 
 
@@ -164,7 +164,7 @@ def paired_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable:
         for t in m["paired"]
     ]
     return TextTable(
-        "Paired comparison on the same seeds (X vs refiner+X)",
+        "Paired comparison on the same seeds (X vs refiner+X, bestN+X)",
         [
             "game",
             "camp",
@@ -386,6 +386,36 @@ def best_of_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable
     )
 
 
+def best_of_calls_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable:
+    """What a ``bestN+X`` speaker's speeches cost in the tournaments: Refiner samples and
+    Measurer calls a speech (the trained Refiner: one sample, no call)."""
+    rows = []
+    for game, m in metrics_by_game.items():
+        for condition, c in (m.get("best_of_calls") or {}).items():
+            n = c["best_of_speeches"]
+            each = [
+                f"{c[key] / n:.2f}" if n else "-"
+                for key in ("best_of_samples", "best_of_measurer_calls")
+            ]
+            rows.append([game, condition, str(c["games"]), str(n), *each])
+    return TextTable(
+        "Best of n in the tournaments: what a speech costs",
+        [
+            "game",
+            "agent",
+            "games",
+            "speeches",
+            "Refiner samples a speech",
+            "Measurer calls a speech",
+        ],
+        rows,
+        "bestN+X says the Measurer's best of N untrained Refiner samples: one Measurer call a "
+        "speech that has a follower (the round's last speaker says the first sample, no call); "
+        "refiner+X spends one trained Refiner sample and no Measurer call.",
+        align_left=2,
+    )
+
+
 #: rows of the reward ablation, in the paper's order, and their labels
 _ABLATION_ROWS = {
     "before": "untrained Refiner",
@@ -535,6 +565,7 @@ def report_tables(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> list[Text
         training_table(metrics_by_game),
         unseen_follower_table(metrics_by_game),
         best_of_table(metrics_by_game),
+        best_of_calls_table(metrics_by_game),
         ablation_reward_table(metrics_by_game),
         learned_table(metrics_by_game),
         examples_table(metrics_by_game),

@@ -1,9 +1,10 @@
 """Tournaments by camp, the paper's protocol: the agent under test holds every seat of one
 camp, a plain opponent agent (default ``direct``) holds all the others.
 
-A condition names the tested agent: an agent kind (``direct``, ``react``, ``scripted``, ...)
-or ``refiner+X``, which wraps X in the Refiner (its generations go to the ``refiner`` LLM
-route). Conditions are compared on the same seeds: the engine deals roles from the seed and
+A condition names the tested agent: an agent kind (``direct``, ``react``, ``scripted``, ...),
+``refiner+X``, which wraps X in the Refiner (its generations go to the ``refiner`` LLM
+route), or ``bestN+X``, which says the Measurer's best of N untrained Refiner rewrites of X's
+speech (``persuasion.best_of``: the ``refiner_base`` and ``measurer`` routes). Conditions are compared on the same seeds: the engine deals roles from the seed and
 every seat's agent has its own seeded stream (``runner.agent_rng``), so X and ``refiner+X``
 meet exactly the same deals, and differ only in what the tested seats do.
 
@@ -19,16 +20,26 @@ of many games, conditions and camps share forward passes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from stackelberg.agents import LLM_AGENT_KINDS, Agent, llm_agent_class, make_agent
 from stackelberg.agents.refiner import REFINER_ROUTE, RefinerAgent
 from stackelberg.agents.runner import Table, play_tables
 from stackelberg.games import ConfigError, game_spec, make_game
+from stackelberg.persuasion.best_of import (
+    BEST_OF_COUNTS,
+    BEST_OF_PREFIX,
+    MEASURER_ROUTE,
+    REFINER_BASE_ROUTE,
+    BestOfAgent,
+)
 from stackelberg.progress import progress
 
 REFINER_PREFIX = "refiner+"
+#: ``bestN+X``: N (digits, or anything else up to the first "+": refused), then X
+_BEST_OF = re.compile(rf"{BEST_OF_PREFIX}([^+]*)\+(.*)", re.S)
 #: how the LLM seats of a game chose by generation: answers asked, re-asks, random fallbacks
 CHOICE_COUNTS = ("choice_asks", "choice_reasks", "invalid_choices")
 #: how the LLM seats' speeches came out: samples asked, re-asks of echoes, fallback lines
@@ -38,13 +49,44 @@ DEFAULT_ROUTE = "default"
 Record = dict[str, Any]
 
 
-def parse_condition(condition: str) -> tuple[str, bool]:
-    """``"refiner+react"`` -> ``("react", True)``; ``"direct"`` -> ``("direct", False)``."""
-    refined = condition.startswith(REFINER_PREFIX)
-    inner = condition[len(REFINER_PREFIX) :] if refined else condition
-    if not inner or inner.startswith(REFINER_PREFIX):
-        raise ConfigError(f"bad condition {condition!r}; use an agent kind X or 'refiner+X'")
-    return inner, refined
+class Condition(NamedTuple):
+    """A condition's agent kind X, and what its speeches go through: the trained Refiner
+    (``refiner+X``), or the Measurer's best of ``best_of`` untrained Refiner samples
+    (``bestN+X``; 0: not so)."""
+
+    kind: str
+    refined: bool = False
+    best_of: int = 0
+
+    @property
+    def wrapped(self) -> bool:
+        return self.refined or bool(self.best_of)
+
+
+def parse_condition(condition: str) -> Condition:
+    """``"refiner+react"`` -> ``Condition("react", refined=True)``; ``"best4+react"`` ->
+    ``Condition("react", best_of=4)``; ``"direct"`` -> ``Condition("direct")``."""
+    bad = (
+        f"bad condition {condition!r}; use an agent kind X, 'refiner+X' or "
+        f"'{BEST_OF_PREFIX}N+X' (N >= 1, e.g. '{BEST_OF_PREFIX}4+direct')"
+    )
+    if condition.startswith(REFINER_PREFIX):
+        parsed = Condition(condition[len(REFINER_PREFIX) :], refined=True)
+    elif best := _BEST_OF.fullmatch(condition):
+        if not re.fullmatch(r"[1-9][0-9]*", best.group(1)):
+            raise ConfigError(bad)
+        parsed = Condition(best.group(2), best_of=int(best.group(1)))
+    else:
+        return Condition(condition)
+    if not parsed.kind or parse_condition(parsed.kind).wrapped:
+        raise ConfigError(bad)
+    return parsed
+
+
+def best_of_played(conditions: Iterable[str]) -> bool:
+    """Whether a ``bestN+X`` condition is among ``conditions``: its tables need the
+    untrained Refiner and the Measurer."""
+    return any(parse_condition(c).best_of for c in conditions)
 
 
 def _check_camp(game_name: str, camp: str) -> None:
@@ -79,10 +121,12 @@ def build_agent(
     agent_options: Mapping[str, Any] | None = None,
     refiner_options: Mapping[str, Any] | None = None,
     route: str = "default",
+    best_of_options: Mapping[str, Any] | None = None,
 ) -> Agent:
     """The agent of a condition; LLM kinds get ``agent_options`` (e.g. speech_tokens) and
-    the backend of ``route``."""
-    inner, refined = parse_condition(condition)
+    the backend of ``route``; a Refiner, trained or not, ``refiner_options`` (its style and
+    sampling); a best-of speaker also ``best_of_options`` (``label`` and ``score``)."""
+    inner, refined, best_of = parse_condition(condition)
     routes = as_routes(llm_routes)
     options = dict(agent_options or {}) if inner in LLM_AGENT_KINDS else {}
     if inner in LLM_AGENT_KINDS and route != DEFAULT_ROUTE:
@@ -92,6 +136,21 @@ def build_agent(
             if name in routes:
                 options[arg] = routes[name]
     agent = make_agent(inner, game_name, llm=routes.get(route), **options)
+    if best_of:
+        missing = [r for r in (REFINER_BASE_ROUTE, MEASURER_ROUTE) if r not in routes]
+        if missing:
+            raise ConfigError(
+                f"condition {condition!r} needs the untrained Refiner and the Measurer: "
+                f"llm_routes[{missing[0]!r}]"
+            )
+        return BestOfAgent(
+            agent,
+            best_of,
+            routes[REFINER_BASE_ROUTE],
+            routes[MEASURER_ROUTE],
+            **dict(best_of_options or {}),
+            **dict(refiner_options or {}),
+        )
     if not refined:
         return agent
     if REFINER_ROUTE not in routes:
@@ -140,11 +199,9 @@ def _summary(table: Table, condition: str, camp: str, opponent: str, seats: list
             player["model"] = seat["model"]
     for key in (*CHOICE_COUNTS, *SPEECH_COUNTS):
         record[key] = sum(seat.get(key, 0) for seat in facts)
-    refiners = [a for a in table.agents if isinstance(a, RefinerAgent)]
-    if refiners:
-        record["refined"] = sum(a.refined for a in refiners)
-        record["refiner_parsed"] = sum(a.parsed for a in refiners)
-        record["refiner_ended"] = sum(a.ended for a in refiners)
+    counts = [a.play_counts() for a in table.agents if isinstance(a, RefinerAgent)]
+    for key in dict.fromkeys(k for seat in counts for k in seat):
+        record[key] = sum(seat.get(key, 0) for seat in counts)
     return record
 
 
@@ -186,12 +243,14 @@ def play_matrix(
     keep_games: bool = False,
     on_game: Callable[[Record], None] | None = None,
     part: slice = slice(None),
+    best_of_options: Mapping[str, Any] | None = None,
 ) -> list[Record]:
     """Every (condition, camp, seed) game, played ``batch_games`` tables at a time.
 
     Returns one record per game played (see ``_summary``; with ``keep_games`` the full game
     record is under ``"game_record"``). ``llm_routes``: one backend or {"default": backend,
-    "refiner": backend}; None for agents without an LLM. ``route_of_seed``: the route of
+    "refiner": backend, ...} (``bestN+X``: also "refiner_base" and "measurer"); None for
+    agents without an LLM; ``refiner_options`` and ``best_of_options``: ``build_agent``'s. ``route_of_seed``: the route of
     the LLM players' backend on a seed's tables (a model drawn per game); default "default".
     ``part``: the games of ``matrix_games``' list to play (all by default); every game is
     seeded by its own seed, so the parts of a matrix, played apart, give its records.
@@ -200,7 +259,7 @@ def play_matrix(
         raise ConfigError(f"batch_games must be at least 1, got {batch_games}")
     seeds = list(seeds)
     routes = as_routes(llm_routes)
-    if opponent.startswith(REFINER_PREFIX):
+    if parse_condition(opponent).wrapped:
         raise ConfigError(f"the opponent must be a plain agent kind, got {opponent!r}")
     for camp in camps or ():
         _check_camp(game_name, camp)
@@ -210,7 +269,9 @@ def play_matrix(
 
     for condition in (*conditions, opponent):  # fail on bad names before any game is played
         for r in {route(seed) for seed in seeds} or {DEFAULT_ROUTE}:
-            build_agent(condition, game_name, routes, agent_options, refiner_options, r)
+            build_agent(
+                condition, game_name, routes, agent_options, refiner_options, r, best_of_options
+            )
     jobs = matrix_games(game_name, conditions, seeds, camps, options)[part]
 
     def table(condition: str, camp: str, seed: int, seats: list[int]) -> Table:
@@ -224,6 +285,7 @@ def play_matrix(
                 agent_options,
                 refiner_options,
                 route(seed),
+                best_of_options,
             )
             for pid in range(n)
         ]
@@ -244,6 +306,30 @@ def play_matrix(
                 on_game(record)
     bar.close()
     return records
+
+
+def drop_game_records(records: Sequence[Record], keep: int) -> None:
+    """Keep the ``game_record`` of the first ``keep`` records of each condition, in place
+    (the rest are dropped: a tournament's records stay small)."""
+    kept: dict[str, int] = {}
+    for r in records:
+        kept[r["condition"]] = kept.get(r["condition"], 0) + 1
+        if kept[r["condition"]] > keep:
+            del r["game_record"]
+
+
+def refiner_rates(records: Iterable[Record]) -> dict[str, float] | None:
+    """The trained Refiner's speeches in these games: how many, and the shares that ended
+    before the token limit and that parsed (None: no refined seat spoke)."""
+    records = list(records)
+    refined = sum(r.get("refined", 0) for r in records)
+    if not refined:
+        return None
+    return {
+        "completions": refined,
+        "ended_rate": sum(r.get("refiner_ended", 0) for r in records) / refined,
+        "parse_rate": sum(r.get("refiner_parsed", 0) for r in records) / refined,
+    }
 
 
 def play_tournament(
@@ -271,11 +357,16 @@ def play_tournament(
 
 
 __all__ = [
+    "BEST_OF_COUNTS",
+    "Condition",
     "Record",
+    "best_of_played",
     "build_agent",
     "camp_seats",
+    "drop_game_records",
     "matrix_games",
     "parse_condition",
     "play_matrix",
     "play_tournament",
+    "refiner_rates",
 ]

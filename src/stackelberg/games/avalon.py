@@ -1,72 +1,13 @@
-"""The Resistance: Avalon, 5 to 10 players (rules: docs/games.md, section "Avalon").
+"""The Resistance: Avalon, 5 to 10 players.
 
-Sources: the Avalon rulebook (Don Eskridge, Indie Boards & Cards) and the paper's setup
-(6 players: Merlin, Percival, two Loyal Servants, Morgana, Assassin).
+The rules, options and results: docs/games.md, "Avalon"; the events and their data:
+docs/records.md. Sources: the Avalon rulebook (Don Eskridge, Indie Boards & Cards) and the
+paper's setup (6 players: Merlin, Percival, two Loyal Servants, Morgana, Assassin).
 
-Roles and teams (lower snake_case):
-    good: merlin, percival, loyal_servant
-    evil: morgana, assassin, minion, mordred, oberon
-
-Setup (phase "setup", round 0). The first leader is drawn with ``self.rng`` BEFORE the
-deal (``rng.randrange(n)``), so a seed gives the same first leader whether roles are
-dealt or fixed; then the roles are shuffled with the same rng unless given. Knowledge:
-evil players except Oberon see each other (Mordred included, Oberon never); Merlin sees
-every evil player except Mordred (and except Oberon when ``merlin_sees_oberon`` is false);
-Percival sees Merlin and Morgana without knowing which is which. One ``knowledge`` event per
-Merlin, Percival and non-Oberon evil player (even when it sees nobody).
-
-Per quest (round = quest number 1..5) and attempt (1..5), the phases are:
-    discussion   every player speaks once (decision kind "speak"), in seat order from the leader
-    proposal     the leader picks a team (kind "propose"; options: sorted id tuples of the
-                 quest's size, the leader may include themself)
-    vote         every player approves or rejects (kind "vote"; options (True, False)), asked
-                 one at a time in seat order from the leader, revealed together (one ``vote``
-                 event per player in id order, then ``team_result``). Strict majority
-                 approves; a tie rejects (approves with ``tied_team_vote="approved"``). The
-                 leader seat passes clockwise after every vote.
-    quest        (approved team) each member plays a card (kind "quest"; options (True,) for
-                 good players, (True, False) for evil; True = Success), asked in id order;
-                 only the number of Fail cards is revealed (``quest`` event).
-A fifth rejection in a row within one quest: evil wins at once ("five_rejections"); with
-``fifth_rejection="quest_goes_anyway"`` the fifth (rejected) team goes on the quest all the
-same (event ``forced_team`` after the ``team_result``).
-Three failed quests: evil wins ("three_fails"). Three successful quests: phase
-"assassination", the Assassin names one player (kind "assassinate"; options: every player
-except the Assassin and the evil players the Assassin sees, i.e. the good players plus Oberon
-if present); Merlin named -> evil wins ("merlin_assassinated"), else good ("assassin_missed").
-With ``assassin_timing="once_after_any_quest"`` the Assassin has one attempt in the whole
-game, offered after every quest that does not end the game with a third failure (phase
-"assassination", round = that quest): the options are the same players plus None (keep the
-attempt for later; logged as ``assassinate`` {"target": None}, visible to the Assassin
-only). Merlin named -> evil wins at once ("merlin_assassinated"); a wrong name is public and
-play goes on. At the third successful quest the Assassin, if the attempt is unused, must
-name a player then (no None: passing would only hand good the win), and good wins unless
-that is Merlin; with the attempt already spent, good wins at once. Either way the reason of
-a good win is "assassin_missed".
-
-Events (every event has phase and round; ``player`` is the actor or None):
-    knowledge    player=learner, {"sees": [ids]}, visible to the learner only
-    speech       player=speaker, {"text": str}, all
-    propose      player=leader, {"quest": 1..5, "attempt": 1..5, "team": [ids]}, all
-    vote         player=voter, {"approve": bool}, all (logged together at the reveal)
-    team_result  None, {"approved": bool, "approvals": int}, all
-    forced_team  None, {"quest": int, "attempt": 5, "team": [ids]}, all (only with
-                 fifth_rejection="quest_goes_anyway": the rejected fifth team goes anyway)
-    quest        None, {"quest": int, "team": [ids], "fails": int, "success": bool}, all
-    assassinate  player=assassin, {"target": id}, all; {"target": None} (a pass, only with
-                 assassin_timing="once_after_any_quest"), visible to the assassin only
-Result: {"winner": "good"|"evil", "winners": [ids of that team], "reason": one of
-"three_fails", "five_rejections", "assassin_missed", "merlin_assassinated"}.
-
-Options (``Avalon.Config``): n_players (5..10, default 6), roles (explicit role list),
-mordred / oberon (default false: replace a ``minion`` card, or Morgana when the count has no
-minion card), merlin_sees_oberon (default true), and three rules where the paper's code
-release differs from the rulebook (each named in a record only when not at its default):
-    tied_team_vote   "rejected" (default, rulebook) | "approved" (release: half the votes
-                     approve)
-    fifth_rejection  "evil_wins" (default, rulebook) | "quest_goes_anyway" (release)
-    assassin_timing  "after_three_successes" (default, rulebook) | "once_after_any_quest"
-                     (release)
+Phases: "setup", then per quest (``round`` = quest 1..5) and attempt "discussion" (decision
+``speak``), "proposal" (``propose``: sorted id tuples of the quest's size), "vote" (``vote``:
+True approves), "quest" (``quest``: True plays Success; good players have no other option)
+and, when the Assassin strikes, "assassination" (``assassinate``); "over" at the end.
 """
 
 from __future__ import annotations
@@ -83,7 +24,6 @@ from stackelberg.games.base import (
     ConfigError,
     Count,
     Decision,
-    Event,
     Flag,
     Game,
     GameError,
@@ -537,49 +477,6 @@ class Avalon(Game):
             return None
         nxt = self._idx + 1
         return self._order[nxt] if nxt < len(self._order) else None
-
-    def describe_event(self, event: Event, viewer: int) -> str | None:
-        t, d = event.type, event.data
-        if t == "speech":
-            return f"{player_name(event.player)} says: {d['text']}"
-        if t == "propose":
-            return (
-                f"Quest {d['quest']}, attempt {d['attempt']}: {player_name(event.player)} "
-                f"proposes the team {_names(d['team'])}."
-            )
-        if t == "vote":
-            return f"{player_name(event.player)} votes {'approve' if d['approve'] else 'reject'}."
-        if t == "team_result":
-            verdict = "approved" if d["approved"] else "rejected"
-            return f"The team is {verdict} ({d['approvals']} of {self.n_players} approve)."
-        if t == "forced_team":
-            return (
-                f"That was the fifth rejected team in a row: {_names(d['team'])} go on quest "
-                f"{d['quest']} anyway."
-            )
-        if t == "quest":
-            verdict = "succeeds" if d["success"] else "fails"
-            return (
-                f"Quest {d['quest']} ({_names(d['team'])}) {verdict} with {d['fails']} "
-                f"Fail card{'s' if d['fails'] != 1 else ''}."
-            )
-        if t == "assassinate":
-            if d["target"] is None:
-                return f"After quest {event.round} you keep your assassination attempt for later."
-            line = f"The Assassin ({player_name(event.player)}) names {player_name(d['target'])} as Merlin."
-            if self.config.assassin_timing == "once_after_any_quest":
-                hit = self.players[d["target"]].role == "merlin"
-                line += " That is Merlin." if hit else " That is not Merlin."
-            return line
-        if t == "knowledge":
-            role = self.players[event.player].role
-            seen = _names(d["sees"]) if d["sees"] else "nobody"
-            if role == "merlin":
-                return f"You see the evil players: {seen}."
-            if role == "percival":
-                return f"Merlin is among: {seen} (the other may be Morgana)."
-            return f"Your fellow evil players: {seen}."
-        return None
 
     def private_knowledge(self, player: int) -> dict[str, Any]:
         me = self.players[player]

@@ -5,8 +5,9 @@ A game is a sequence of *decisions*: at every point exactly one player owes one 
 time and revealed together, so later voters never see earlier votes before the reveal.
 Engines are pure rules: no LLM, no I/O, all chance through one seeded ``random.Random``.
 
-Engines keep an ordered event log. Each event says who may see it (``visible_to``), so the
-observation of a player is the events visible to them, rendered as text.
+Engines keep an ordered event log of facts. Each event says who may see it (``visible_to``),
+so the observation of a player is the events visible to them; the words a player reads
+about them live with the prompts (``stackelberg.agents.prompts``), not here.
 """
 
 from __future__ import annotations
@@ -86,9 +87,8 @@ class Player:
 
 @dataclass(frozen=True, slots=True)
 class Observation:
-    """What one player may know now: as text (for LLM prompts and humans) and as data."""
+    """What one player may know now, as data (its prompt words it: ``agents.prompting``)."""
 
-    text: str
     data: dict[str, Any]
 
 
@@ -276,10 +276,6 @@ class Game(ABC):
         """During a speech turn: who speaks right after the current speaker in the same
         discussion round (the follower), or None if the current speaker is last."""
 
-    @abstractmethod
-    def describe_event(self, event: Event, viewer: int) -> str | None:
-        """One line of text for an event as ``viewer`` sees it (None to leave it out)."""
-
     def private_knowledge(self, player: int) -> dict[str, Any]:
         """Structured private facts for the observation's data (override per game)."""
         return {}
@@ -354,15 +350,8 @@ class Game(ABC):
 
     def observation(self, player: int) -> Observation:
         me = self.players[player]
-        lines = [f"You are {me.name}, your role is {me.role} (team {me.team})."]
         events = self.visible_events(player)
-        for ev in events:
-            line = self.describe_event(ev, player)
-            if line:
-                lines.append(line)
         d = self.decision()
-        if d is not None and d.player == player:
-            lines.append(f"Now: {d.prompt}")
         data = {
             "game": self.name,
             "player": player,
@@ -382,7 +371,7 @@ class Game(ABC):
                 "prompt": d.prompt,
             },
         }
-        return Observation("\n".join(lines), data)
+        return Observation(data)
 
     def record(self, agents: list[str] | None = None) -> dict[str, Any]:
         """The game record, JSON-ready: game, seed, options (``config``), players (with

@@ -1,92 +1,16 @@
 """One Night Ultimate Werewolf (ONUW): one night of hidden actions, one day, one vote.
 
-Sources: the project's rules (docs/games.md, "One Night Ultimate Werewolf"); the Bezier
-Games rulebook (One Night Ultimate Werewolf, 2014) for the Doppelganger, the Minion with no
-werewolf among the players, and the Tanner; the paper setup of Jin et al. 2024 (5 players, 7 cards:
-werewolf, villager x2, seer, robber, troublemaker, insomniac; 2 centre cards; 3 discussion
-rounds).
+The rules, options and results: docs/games.md, "One Night Ultimate Werewolf"; the events and
+their data: docs/records.md. Sources: the Bezier Games rulebook (One Night Ultimate Werewolf,
+2014) for the Doppelganger, the Minion with no werewolf among the players, and the Tanner;
+the paper setup of Jin et al. 2024 (5 players, 7 cards: werewolf, villager x2, seer, robber,
+troublemaker, insomniac; 2 centre cards; 3 discussion rounds).
 
-Cards (team): ``werewolf``, ``minion`` (werewolf); ``tanner`` (tanner); ``doppelganger``,
-``mason``, ``seer``, ``robber``, ``troublemaker``, ``drunk``, ``insomniac``, ``villager``,
-``hunter`` (village). There are ``n_players + center_cards`` cards: one per player, the rest
-face down in the centre. ``Player.role``/``team`` are the card as DEALT; what counts for
-winning is the card a player holds at the END of the night (``final_roles``).
-
-Options: ``n_players`` (3..10), ``center_cards`` (1..3; 2 = paper, 3 = rulebook),
-``roles`` (explicit card list of length ``n_players + center_cards``, at most one
-doppelganger; None = ``DEFAULT_DECKS[n_players + center_cards]``, which is the paper deck for
-7 cards), ``discussion_rounds`` (0..10, default 3), ``allow_self_vote`` (default false).
-``reset(seed, roles)`` takes the player cards followed by the centre cards.
-
-Four options settle rules where the paper's code release differs from the rulebook (each is
-named in a record only when not at its default):
-- ``speaking_order``: "seat" (default: seat order every round) or "shuffled_once" (release:
-  one order drawn with ``self.rng`` right after the deal, used in every round and announced
-  at the start of the day as ``speaking_order`` {"order": [ids]}, visible to all).
-- ``lone_wolf_peek``: true (default, rulebook) or false (release: a lone werewolf only learns
-  it is alone).
-- ``no_werewolf_result``: "village_wins_if_nobody_dies" (default, rulebook) or "draw"
-  (release: with no werewolf among the players the village cannot win).
-- ``deal_werewolf_to_player``: false (default: a plain shuffle, so all werewolf cards may
-  lie in the centre) or true (release: the shuffle is redrawn until a player holds a
-  werewolf card; the deck must contain one; a deal given to ``reset`` is kept as it is).
-
-Encoding of choices: a player is its id (int); centre cards are strings ``"center:i"`` (one
-card) and ``"center:i,j"`` (two cards, i < j), 0-based; a troublemaker choice is a tuple
-``(a, b)`` of player ids with a < b. Text shows "Player N" (id + 1) and "centre card i+1".
-
-Night (phase "night", round 1), in wake order; a player acts by the card DEALT to them:
-1. doppelganger (decision ``doppelganger``, options: other players): looks at that card and
-   becomes a copy of it (event ``doppelganger`` {"target", "card"}). A copied seer, robber,
-   troublemaker or drunk acts at once (same decisions and events as below, actor = the
-   doppelganger); a copied werewolf wakes with the werewolves, a copied minion with the
-   minion, a copied mason with the masons; a copied insomniac wakes after the insomniac
-   (event ``insomniac``). A copied villager, tanner or hunter does nothing at night. The
-   doppelganger CARD stays a copy: whoever holds it at the end of the night has the copied
-   role (final_roles shows the copied role). Not implemented: nothing; a doppelganger card
-   that was never copied (dealt to the centre) counts as a plain village card.
-2. werewolves: event ``werewolves`` {"werewolves": [ids]} visible to them (player None).
-   A lone werewolf (exactly one awake) looks at one centre card, unless ``lone_wolf_peek``
-   is false: decision ``werewolf_peek`` (options "center:i"), event ``werewolf_peek``
-   {"center_index", "card"}.
-3. minion: event ``minion`` {"werewolves": [ids]} visible to the minion(s) (the werewolves
-   do not learn the minion).
-4. masons: event ``masons`` {"masons": [ids]} visible to the masons.
-5. seer (decision ``seer``, options: other players, and "center:i,j" pairs when there are 2+
-   centre cards): event ``seer`` {"target", "card"} or {"center_indexes", "cards"}.
-6. robber (decision ``rob``, options: other players): swaps cards, sees the new card; event
-   ``rob`` {"target", "new_card"}. The robber does not perform the new card's action.
-7. troublemaker (decision ``troublemake``, options (a, b) of other players): swaps them
-   unseen; event ``troublemake`` {"targets": [a, b]}.
-8. drunk (decision ``drunk``, options "center:i"): swaps with a centre card unseen; event
-   ``drunk`` {"center_index"}.
-9. insomniac (no decision): event ``insomniac`` {"card"}, the card they now hold; then a
-   doppelganger-insomniac likewise.
-Several players with the same card act one after another in seat order. Cards are reported
-as the physical card seen (a moved doppelganger card is seen as "doppelganger"). Every night
-action is compulsory (the rulebook's "may" is not modelled). Night events are visible to the
-actor only.
-
-Day (phase "day", round r = 1..discussion_rounds): every player speaks once per round in
-seat order, or in the drawn order with ``speaking_order="shuffled_once"`` (decision
-``speak``, event ``speech`` {"text"}). Vote (phase "vote", round 1):
-each player names another player (self too when ``allow_self_vote``), asked one at a time;
-all ``vote`` {"target"} events are logged together in seat order after the last vote.
-Then ``death`` {"players": [ids]} (player None; [] when nobody dies): the players with the
-most votes die (all tied players die) unless no player has more than one vote. Each dead
-Hunter (by final card) also kills the player they voted for: one more ``death`` event with
-``player`` = the hunter (repeated if that kills another hunter).
-
-Win (docs/games.md; W = players whose final card is a werewolf):
-- W not empty: village wins if a werewolf dies; otherwise werewolves (werewolf and minion
-  final cards) win unless a tanner died.
-- W empty: village wins only if nobody dies (with ``no_werewolf_result="draw"``, never: that
-  is a draw, reason "nobody_died"); if someone died and no tanner died, the werewolf team
-  (the minion) wins if a player other than a minion died (rulebook).
-- A tanner (final card) wins if they die. Several teams may win together.
-Result: {"winner": the teams of the winners joined by "+" in the order village, werewolf,
-tanner, or "draw" when nobody wins, "winners": [ids], "reason": "werewolf_died" | "werewolves_survived"
-| "tanner_died" | "nobody_died" | "innocent_died" | "minion_survived", "final_roles": [...]}.
+``Player.role``/``team`` are the card as DEALT; what counts for winning is the card held at
+the end of the night (``final_roles``). ``reset(seed, roles)`` takes the player cards
+followed by the centre cards. Choices: a player is its id (int); centre cards are
+``"center:i"`` (one card) and ``"center:i,j"`` (two cards, i < j), 0-based; a
+troublemaker's choice is a tuple ``(a, b)`` of player ids with a < b.
 """
 
 from __future__ import annotations
@@ -104,7 +28,6 @@ from stackelberg.games.base import (
     ConfigError,
     Count,
     Decision,
-    Event,
     Flag,
     Game,
     GameError,
@@ -200,11 +123,6 @@ def center_option(*indexes: int) -> str:
 
 def parse_center(option: str) -> list[int]:
     return [int(x) for x in option.split(":", 1)[1].split(",")]
-
-
-def _names(ids: list[int]) -> str:
-    names = [player_name(i) for i in ids]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 class ONUWConfig(GameOptions):
@@ -526,62 +444,6 @@ class ONUW(Game):
             return None
         kind, p, rnd = self._queue[self._qi + 1]
         return p if kind == SPEAK and rnd == self._queue[self._qi][2] else None
-
-    def describe_event(self, event: Event, viewer: int) -> str | None:
-        t, d, actor = event.type, event.data, event.player
-        you = actor == viewer
-        if t == "speech":
-            return f"{player_name(actor)} says: {d['text']}"
-        if t == "vote":
-            return f"{player_name(actor)} voted for {player_name(d['target'])}."
-        if t == "speaking_order":
-            return f"Day: every discussion round goes in this order: {_names(d['order'])}."
-        if t == "death":
-            if actor is not None:
-                return f"{player_name(actor)} was the Hunter and takes {player_name(d['players'][0])} down too."
-            return f"{_names(d['players'])} died." if d["players"] else "Nobody died."
-        if t == "werewolves":
-            w = d["werewolves"]
-            return (
-                "Night: you are the only werewolf."
-                if w == [viewer]
-                else f"Night: the werewolves are {_names(w)}."
-            )
-        if t == "minion":
-            w = d["werewolves"]
-            return (
-                f"Night: the werewolves are {_names(w)}."
-                if w
-                else "Night: no player is a werewolf."
-            )
-        if t == "masons":
-            m = d["masons"]
-            return (
-                "Night: you are the only mason."
-                if m == [viewer]
-                else f"Night: the masons are {_names(m)}."
-            )
-        if not you:
-            return None
-        if t == "doppelganger":
-            return f"Night: you looked at {player_name(d['target'])}'s card, the {role_name(d['card'])}; you are now a copy of it."
-        if t == "werewolf_peek":
-            return f"Night: you looked at centre card {d['center_index'] + 1}: the {role_name(d['card'])}."
-        if t == "seer":
-            if "target" in d:
-                return f"Night: you looked at {player_name(d['target'])}'s card: the {role_name(d['card'])}."
-            (i, j), (a, b) = d["center_indexes"], d["cards"]
-            return f"Night: you looked at centre cards {i + 1} and {j + 1}: the {role_name(a)} and the {role_name(b)}."
-        if t == "rob":
-            return f"Night: you swapped cards with {player_name(d['target'])}; your new card is the {role_name(d['new_card'])}."
-        if t == "troublemake":
-            a, b = d["targets"]
-            return f"Night: you swapped the cards of {player_name(a)} and {player_name(b)}."
-        if t == "drunk":
-            return f"Night: you swapped your card with centre card {d['center_index'] + 1} without looking."
-        if t == "insomniac":
-            return f"Night: at the end of the night your card is the {role_name(d['card'])}."
-        return None
 
     def private_knowledge(self, player: int) -> dict[str, Any]:
         """The dealt card and what the night showed this player (cards by position)."""

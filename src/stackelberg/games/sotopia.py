@@ -1,23 +1,8 @@
-"""Sotopia: two characters with private goals talk in a social scenario (docs/games.md).
+"""Sotopia: two characters with private goals talk in a social scenario.
 
-A seed picks one scenario of the configured file and split (consecutive seeds take distinct
-scenarios, in a fixed shuffled order). Player 1 plays the scenario's first character and
-speaks first; turns alternate. Each turn is one action, given as text (``parse_action``):
-words (speak), ``*words*`` (a non-verbal action), ``[none]`` or nothing (wait), ``[leave]``
-(optionally followed by a farewell). The episode ends when a character leaves, after
-``max_turns`` turns per character, or after ``max_stale_turns`` rounds in which both
-characters did nothing. With ``farewell_leaves`` (the paper's release), words that say goodbye
-("goodbye", "I have to leave", "I need to go", "I have to go") leave too.
-
-Events: ``scenario`` (all: id, category, setting, relationship, the public profiles),
-``character`` (one player only: its goal, secret and the evaluator's keywords), then per turn
-``speech`` {"text"}, ``act`` {"text"}, ``none`` {} or ``leave`` {"text"}, and ``end``
-{"reason"}. A player's view never holds the other character's goal or secret.
-
-Result: the seven dimensions per character from the rule-based evaluator
-(``sotopia_scores``), ``evaluator: "rules"``; the evaluate stage rescores with an LLM when
-the option ``evaluator`` is ``llm``. ``winner`` is the camp whose character scored the
-higher goal ("draw" on a tie); ``reason`` is "left", "max_turns" or "stale".
+The rules, options, scenario files and scores: docs/games.md, "Sotopia"; the events and
+their data: docs/records.md. A turn's text becomes its action in ``parse_action``; the
+rule-based scores are ``sotopia_scores``'s, the scenarios ``sotopia_scenarios``'s.
 """
 
 from __future__ import annotations
@@ -51,11 +36,6 @@ _LEAVE = re.compile(r"^\[leave\]\s*", re.I)
 _NONE = re.compile(r"^\[none\]$", re.I)
 _ACT = re.compile(r"^\*(.+)\*$|^\[action\]\s*(.+)$", re.I)
 _FAREWELL = re.compile(r"\b(goodbye|i have to leave|i need to go|i have to go)\b", re.I)
-END_WORDS = {
-    "left": "a character left",
-    "max_turns": "the turns ran out",
-    "stale": "nobody did anything for a while",
-}
 
 
 def parse_action(text: str, farewell_leaves: bool = False) -> tuple[str, str]:
@@ -228,29 +208,6 @@ class Sotopia(Game):
         if d is None or self.turn + 1 >= 2 * self.config.max_turns:
             return None
         return 1 - d.player
-
-    def describe_event(self, event: Event, viewer: int) -> str | None:
-        t, d, who = event.type, event.data, event.player
-        if t == "speech":
-            return f"{player_name(who)} says: {d['text']}"
-        if t == "act":
-            return f"{player_name(who)} [action]: {d['text']}"
-        if t == "none":
-            return f"{player_name(who)} does nothing."
-        if t == "leave":
-            said = f' saying: "{d["text"]}"' if d["text"] else ""
-            return f"{player_name(who)} leaves the conversation{said}."
-        if t == "end":
-            return f"The conversation ends: {END_WORDS[d['reason']]}."
-        if viewer >= 0:  # the setting and the goals are in each player's identity
-            return None
-        if t == "scenario":
-            people = " ".join(f"{player_name(i)}: {p}" for i, p in enumerate(d["profiles"]))
-            return f"Scenario {d['id']} ({d['category']}): {d['setting']} {people}"
-        if t == "character":
-            secret = f" Secret: {d['secret']}" if d["secret"] else ""
-            return f"{player_name(who)}'s goal: {d['goal']}{secret}"
-        return None
 
     def private_knowledge(self, player: int) -> dict[str, Any]:
         """The player's own goal and secret (never the other's)."""

@@ -46,7 +46,6 @@ CATEGORIES = (
     "exchange",
     "secret_keeping",
 )
-SPLITS = ("train", "test")
 #: the public dataset's relationship codes
 RELATIONSHIPS = {
     0: "strangers",

@@ -1,68 +1,17 @@
 """Werewolf, the paper setup: 7 players, 2 Werewolf, Seer, Guardian, 3 Villager.
 
-Sources: the project's rules (docs/games.md, "Werewolf"); the Witch/Guard setup of Xu et al.
-2023 ("Exploring Large Language Models for Communication Games: An Empirical Study on
-Werewolf": 2 werewolf, seer, witch, guardian, 2 villager) and the Doctor setup of LSPO (Xu et
-al. 2023, "Language Agents with Reinforcement Learning for Strategic Play in the Werewolf
-Game": 2 werewolf, seer, doctor, 3 villager) are both reached through the ``roles`` option
-(their Guard is our ``guardian``).
+The rules, options and results: docs/games.md, "Werewolf"; the events and their data:
+docs/records.md. Sources: the Witch/Guard setup of Xu et al. 2023 ("Exploring Large
+Language Models for Communication Games: An Empirical Study on Werewolf": 2 werewolf, seer,
+witch, guardian, 2 villager) and the Doctor setup of LSPO (Xu et al. 2023, "Language Agents
+with Reinforcement Learning for Strategic Play in the Werewolf Game": 2 werewolf, seer,
+doctor, 3 villager) are both reached through the ``roles`` option (their Guard is our
+``guardian``).
 
-Roles (team): ``werewolf`` (werewolf); ``seer``, ``guardian``, ``villager``, ``witch``,
-``doctor`` (village). At most one seer, guardian, witch and doctor; at least one werewolf,
-and fewer werewolves than other players. ``n_players`` is ``len(roles)`` (Config property).
-
-Phases, each night N followed by day N (``round`` = N, starting at 1):
-- setup (round 0): every werewolf learns the werewolves (event ``werewolves``).
-- night. Only players alive at nightfall act; deaths happen at dawn. Order:
-  1. werewolves, each living wolf in seat order (decision ``wolf_kill``, options: living
-     non-werewolves). Each choice is logged as ``wolf_choice`` {"target"}, visible to the
-     wolves only, so a later wolf sees the earlier choices. Victim (``wolf_victim``): with
-     "plurality_lowest_seat" (default) the target named by most wolves; on a tie, the choice
-     of the lowest-seat wolf among those naming a tied target (with two wolves who disagree:
-     the lower seat's choice); with "last_wolf" (the paper's release: the second wolf sees
-     the first one's proposal and confirms or overrides it) the choice of the last living
-     wolf in seat order. Logged as ``kill`` {"target"}, visible to the wolves (and to a
-     living witch, who is told the victim).
-  2. guardian (``protect``, options: living players, self included, except the player the
-     guardian protected the night before unless ``guardian_may_repeat``), then doctor
-     (``protect``, the same but may always repeat a target). Logged as ``protect``
-     {"target"}, visible to the protector.
-  3. witch: one save potion and one poison potion for the whole game, at most one potion per
-     night. ``save`` (options True/False; asked only while the potion is unused; the victim
-     may be the witch herself), logged as ``save`` {"target"}; if she did not save tonight
-     and still has poison: ``poison`` (options None = no poison, or a living player other
-     than herself), logged as ``poison`` {"target"}. Both visible to the witch.
-  4. seer (``inspect``, options: living players other than self), logged as ``inspect``
-     {"target", "is_werewolf"}, visible to the seer.
-  The victim dies at dawn unless protected or saved (one protection is enough); a poisoned
-  player dies at dawn whatever the protection.
-- day: ``death`` {"players": [ids]} announces the dawn deaths (sorted, [] if nobody died),
-  visible to all; then the win check; then every living player speaks once (decision
-  ``speak``, event ``speech`` {"text"}) in an order shuffled each day with ``self.rng``.
-- vote: every living player votes (decision ``vote``): options are the living players other
-  than the voter (no self-vote) and None (abstain) when ``allow_abstain``. Votes are held
-  privately and logged together as ``vote`` {"target"} after the last voter. Most votes is
-  eliminated; no vote at all eliminates nobody; a tie is broken with ``self.rng`` among the
-  tied players (``vote_tie="random"``) or eliminates nobody (``vote_tie="none"``). Logged as
-  ``eliminate`` {"player": id or None}, visible to all. Then the win check; after day
-  ``max_days`` without a winner the game is a draw.
-- With ``reveal_on_death`` each dead player's role is announced as ``role_reveal``
-  {"player", "role"} (visible to all) right after the ``death``/``eliminate`` event.
-
-Win (checked at dawn and after each elimination; the village is checked first): the village
-wins when no werewolf is alive; the werewolves win when living werewolves are at least as
-many as living non-werewolves (``wolf_win="parity"``) or when no non-werewolf is alive
-(``wolf_win="all_villagers_dead"``). Result: {"winner": "werewolf"|"village"|"draw",
-"winners": every player of the winning team, dead or alive ([] for a draw), "reason":
-"werewolves_dead"|"wolf_parity"|"villagers_dead"|"day_limit"}.
-
-Options where the paper's code release differs from the project's rules (each named in a
-record only when not at its default): ``guardian_may_repeat`` (default false; the release:
-true) and ``wolf_victim`` ("plurality_lowest_seat" default | "last_wolf", the release).
-
-Every event has phase ("setup", "night", "day", "vote") and round; ``player`` is the actor
-(the wolf, protector, witch, seer, speaker, voter) or None (``werewolves``, ``kill``,
-``death``, ``eliminate``, ``role_reveal``).
+Night N is followed by day N (``round`` = N, from 1); phases "setup" (round 0), "night",
+"day", "vote". Decisions: ``wolf_kill``, ``protect`` (guardian and doctor), ``save``,
+``poison`` (None: no poison), ``inspect``, ``speak``, ``vote`` (None: abstain).
+``n_players`` is ``len(roles)`` (a Config property).
 """
 
 from __future__ import annotations
@@ -78,7 +27,6 @@ from stackelberg.games.base import (
     ConfigError,
     Count,
     Decision,
-    Event,
     Flag,
     Game,
     GameError,
@@ -440,49 +388,6 @@ class Werewolf(Game):
         return None
 
     # ---- views ---------------------------------------------------------------------------
-    def describe_event(self, event: Event, viewer: int) -> str | None:
-        t, d = event.type, event.data
-        when = f"{'Night' if event.phase == 'night' else 'Day'} {event.round}"
-        actor = None if event.player is None else player_name(event.player)
-        tgt = d.get("target")
-        tname = "nobody" if tgt is None else player_name(tgt)
-        if t == "werewolves":
-            return (
-                "The werewolves are " + " and ".join(player_name(w) for w in d["werewolves"]) + "."
-            )
-        if t == "wolf_choice":
-            return f"{when}: {actor} wants to kill {tname}."
-        if t == "kill":
-            return f"{when}: the werewolves attack {tname}."
-        if t == "protect":
-            return f"{when}: {'you' if event.player == viewer else actor} protected {tname}."
-        if t == "save":
-            return f"{when}: you used your save potion on {tname}."
-        if t == "poison":
-            return f"{when}: you poisoned {tname}."
-        if t == "inspect":
-            what = "a werewolf" if d["is_werewolf"] else "not a werewolf"
-            return f"{when}: you inspected {tname}: {what}."
-        if t == "death":
-            if not d["players"]:
-                return f"{when}: nobody died during the night."
-            return (
-                f"{when}: "
-                + ", ".join(player_name(p) for p in d["players"])
-                + " died during the night."
-            )
-        if t == "role_reveal":
-            return f"{player_name(d['player'])} was a {d['role']}."
-        if t == "speech":
-            return f"{actor} says: {d['text']}"
-        if t == "vote":
-            return f"{actor} abstains." if tgt is None else f"{actor} votes for {tname}."
-        if t == "eliminate":
-            if d["player"] is None:
-                return f"{when}: nobody is eliminated."
-            return f"{when}: {player_name(d['player'])} is eliminated by vote."
-        return None
-
     def private_knowledge(self, player: int) -> dict[str, Any]:
         role = self.players[player].role
         out: dict[str, Any] = {"role": role}

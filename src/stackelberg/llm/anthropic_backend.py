@@ -24,16 +24,7 @@ from stackelberg.llm.base import (
     plain_chat,
 )
 from stackelberg.llm.cache import ResponseCache
-from stackelberg.llm.errors import (
-    AuthError,
-    BadRequestError,
-    ContextLengthError,
-    LLMError,
-    ModelNotFoundError,
-    TransientError,
-    UnsupportedError,
-)
-from stackelberg.llm.openai_compat import parse_retry_after
+from stackelberg.llm.errors import LLMError, TransientError, UnsupportedError, status_error
 from stackelberg.llm.pool import CallPool
 from stackelberg.llm.retry import RetryPolicy
 
@@ -94,24 +85,16 @@ class AnthropicBackend(Backend):
     def _translate(self, err: Exception) -> LLMError:
         """The SDK's exception as one of ours (transient ones are retried)."""
         if isinstance(err, anthropic.APIStatusError):
-            status, message = err.status_code, str(getattr(err, "message", err))[:300]
-            if status == 429 or status >= 500:
-                headers = getattr(err.response, "headers", {}) or {}
-                return TransientError(
-                    f"Anthropic answered {status}: {message}",
-                    retry_after=parse_retry_after(headers.get("retry-after")),
-                )
-            if status in (401, 403):
-                return AuthError(
-                    f"anthropic backend: the API key was rejected ({status}); check ANTHROPIC_API_KEY"
-                )
-            if status == 404:
-                return ModelNotFoundError(
-                    f"anthropic backend: unknown model {self.model!r}: {message}"
-                )
-            if "too long" in message.lower() or status == 413:
-                return ContextLengthError(f"anthropic backend: prompt too long: {message}")
-            return BadRequestError(f"anthropic backend: request refused ({status}): {message}")
+            headers = getattr(err.response, "headers", {}) or {}
+            return status_error(
+                err.status_code,
+                str(getattr(err, "message", err))[:300],
+                backend=self.name,
+                where="Anthropic",
+                model=self.model,
+                key_env="ANTHROPIC_API_KEY",
+                retry_after=headers.get("retry-after"),
+            )
         if isinstance(err, anthropic.APITimeoutError):
             return TransientError(f"no answer from Anthropic within {self.timeout_s:g}s")
         if isinstance(err, anthropic.APIConnectionError):

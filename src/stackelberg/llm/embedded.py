@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from stackelberg.io import recover_dir, replace_dir
 from stackelberg.llm.errors import ModelNotFoundError
 
 
@@ -127,6 +128,7 @@ def parsed_once() -> Iterator[None]:
 def ensure_checkpoint(name: str = EMBEDDED_NAME) -> Path:
     """Return the plain fp32 checkpoint of an embedded model, converting its GGUF on first use."""
     target = checkpoint_dir(name)
+    recover_dir(target)  # a replacement killed between its renames
     if (target / "config.json").exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -149,11 +151,8 @@ def ensure_checkpoint(name: str = EMBEDDED_NAME) -> Path:
             del model.config.quantization_config
         model.save_pretrained(out)
         tokenizer.save_pretrained(out)
-        try:
-            out.rename(target)
-        except OSError:
-            if not (target / "config.json").exists():  # not a concurrent winner: a real failure
-                raise
+        if not (target / "config.json").exists():  # else a concurrent conversion won
+            replace_dir(out, target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target

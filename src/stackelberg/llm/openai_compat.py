@@ -11,9 +11,7 @@ are sent concurrently, at most ``max_concurrency`` at a time.
 
 from __future__ import annotations
 
-import email.utils
 import logging
-import time
 from collections.abc import Iterator, Sequence
 from functools import cached_property
 from typing import Any
@@ -30,13 +28,11 @@ from stackelberg.llm.base import (
 )
 from stackelberg.llm.cache import ResponseCache
 from stackelberg.llm.errors import (
-    AuthError,
-    BadRequestError,
     ContextLengthError,
     LLMError,
-    ModelNotFoundError,
     TransientError,
     UnsupportedError,
+    status_error,
 )
 from stackelberg.llm.pieces import NestedTokens, nested_tokens
 from stackelberg.llm.pool import CallPool
@@ -46,18 +42,6 @@ log = logging.getLogger(__name__)
 
 #: Used when neither the config nor the server (vLLM's /v1/models) says.
 FALLBACK_CONTEXT_WINDOW = 8192
-CONTEXT_MARKERS = ("maximum context length", "context length", "too long", "max_model_len")
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header (a number or an HTTP date)."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        when = email.utils.parsedate_to_datetime(value)
-        return max(0.0, when.timestamp() - time.time()) if when else None
 
 
 def error_message(response: httpx.Response) -> str:
@@ -113,32 +97,16 @@ class OpenAIBackend(Backend):
             raise TransientError(f"no answer from {url} within {self.timeout_s:g}s") from None
         except httpx.TransportError as err:
             raise TransientError(f"cannot reach {url}: {err}") from None
-        status = response.status_code
-        if status == 429 or status >= 500:
-            raise TransientError(
-                f"{url} answered {status}: {error_message(response)}",
-                retry_after=parse_retry_after(response.headers.get("retry-after")),
+        if response.status_code >= 400:
+            raise status_error(
+                response.status_code,
+                error_message(response),
+                backend=self.name,
+                where=url,
+                model=self.model,
+                key_env="OPENAI_API_KEY",
+                retry_after=response.headers.get("retry-after"),
             )
-        if status in (401, 403):
-            raise AuthError(
-                f"openai backend: {url} rejected the API key ({status}); set OPENAI_API_KEY "
-                "or the variable named by api_key_env"
-            )
-        if status == 404:
-            message = error_message(response)
-            if "model" in message.lower():
-                raise ModelNotFoundError(
-                    f"openai backend: model {self.model!r} is not served at {self.base_url}: {message}"
-                )
-            raise UnsupportedError(f"openai backend: {url} does not exist (404): {message}")
-        if status >= 400:
-            message = error_message(response)
-            kind = (
-                ContextLengthError
-                if any(m in message.lower() for m in CONTEXT_MARKERS)
-                else BadRequestError
-            )
-            raise kind(f"openai backend: {url} refused the request ({status}): {message}")
         try:
             return response.json()
         except ValueError:

@@ -27,6 +27,7 @@ from stackelberg.agents.prompting import (
     speech_question,
     speech_style,
 )
+from stackelberg.agents.prompts.words import speech_line
 from stackelberg.datasets import read_dataset
 from stackelberg.games import Game, game_class
 from stackelberg.games.base import player_name
@@ -180,7 +181,7 @@ def follower_messages(view: InstanceView, candidate: str, lines: Sequence[str]) 
         speech_question(view.game, view.follower, "It is your turn to speak."),
         speech_style(view.game),
     )
-    return build_messages(spec, [*lines, f"{view.speaker_name} says: {candidate}"])
+    return build_messages(spec, [*lines, speech_line(view.speaker, candidate)])
 
 
 def follower_prompt_pieces(llm: Any, view: InstanceView, lines: Sequence[str]) -> tuple[str, str]:

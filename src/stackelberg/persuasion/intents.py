@@ -9,7 +9,9 @@ can follow; ``json`` asks a strong model for all 2K at once; ``scripted`` needs 
 writes them from the game's truth in the scripted players' sentences (``truth``), since a
 135M labeler's sentences rarely say who to trust or vote for. Unusable LLM output is asked
 again with a stricter (repair) prompt, a bounded number of times; an instance still short
-of K+K valid responses is dropped and counted.
+of K+K valid responses is dropped and counted. A labeler that drops more than
+``max_dropped_share`` of its instances stops the stage (``Dropped.check``), quoting one of
+its answers: its answers are not in the asked form, and later stages would have nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from stackelberg.agents.prompting import (
     identity,
     rules_text,
 )
+from stackelberg.datasets import NothingToWorkWithError
 from stackelberg.llm import GenerateRequest
 from stackelberg.persuasion.context import InstanceView
 from stackelberg.persuasion.truth import scripted_intents
@@ -69,6 +72,14 @@ class LabelSettings(SamplingSettings):
         3, ge=1, description="LLM schemes: tries per response before dropping"
     )
     max_new_tokens: int = Field(32, ge=8, description="LLM schemes: new tokens per labeler answer")
+    max_dropped_share: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="the share of a labeler's instances it may leave short of k desired and k "
+        "undesired usable responses (dropped); above it the label stage stops, naming the "
+        "labeler and quoting one of its answers (1: never stop)",
+    )
 
 
 @dataclass
@@ -76,6 +87,12 @@ class Labels:
     desired: list[str] = field(default_factory=list)
     undesired: list[str] = field(default_factory=list)
     attempts: int = 0
+    #: the first labeler answer that gave no usable response (quoted by ``Dropped.check``)
+    unusable: str | None = None
+
+    def reject(self, answer: str) -> None:
+        if self.unusable is None:
+            self.unusable = answer
 
     def missing(self, polarity: str, k: int) -> int:
         return max(0, k - len(getattr(self, polarity)))
@@ -199,14 +216,54 @@ def label_views(
             lab, view = labels[i], views[i]
             for text in texts:
                 if polarity is None:
-                    _take_json(text, view, lab, settings.k)
+                    if not _take_json(text, view, lab, settings.k):
+                        lab.reject(text)
                     continue
                 got = getattr(lab, polarity)
-                if len(got) < settings.k and (
-                    ok := valid_response(text, view, lab.desired + lab.undesired)
-                ):
-                    got.append(ok)
+                if len(got) < settings.k:
+                    if ok := valid_response(text, view, lab.desired + lab.undesired):
+                        got.append(ok)
+                    else:
+                        lab.reject(text)
     return labels
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """The instances one labeler left short of k desired and k undesired usable responses,
+    summed over a stage's batches: too many stop the stage (``check``)."""
+
+    instances: int = 0
+    dropped: int = 0
+    #: one of its answers that gave no usable response, quoted by ``check``
+    answer: str | None = None
+
+    @classmethod
+    def of(cls, labels: Sequence[Labels], k: int) -> Dropped:
+        short = [lab for lab in labels if not lab.complete(k)]
+        answer = next((lab.unusable for lab in short if lab.unusable is not None), None)
+        return cls(len(labels), len(short), answer)
+
+    def __add__(self, other: Dropped) -> Dropped:
+        answer = self.answer if self.answer is not None else other.answer
+        return Dropped(self.instances + other.instances, self.dropped + other.dropped, answer)
+
+    def check(self, labeler: str, settings: LabelSettings) -> None:
+        """Stop in one line when ``labeler`` dropped more than ``max_dropped_share`` of its
+        instances: its answers are not in the asked form, and later stages would have
+        (nearly) nothing to work with."""
+        if not self.instances or self.dropped / self.instances <= settings.max_dropped_share:
+            return
+        quote = (
+            "none came back" if self.answer is None else NothingToWorkWithError.quote(self.answer)
+        )
+        raise NothingToWorkWithError(
+            f"labeler {labeler} dropped {self.dropped} of {self.instances} instances "
+            f"({self.dropped / self.instances:.0%}), more than label.max_dropped_share "
+            f"{settings.max_dropped_share:g}: its answers gave fewer than {settings.k} desired "
+            f"and {settings.k} undesired usable responses ({settings.scheme} scheme); one "
+            f"answer: {quote}"
+        )
 
 
 def scripted_labels(view: InstanceView, settings: LabelSettings, seed: int) -> Labels:
@@ -236,14 +293,16 @@ def _request(
     )
 
 
-def _take_json(text: str, view: InstanceView, lab: Labels, k: int) -> None:
+def _take_json(text: str, view: InstanceView, lab: Labels, k: int) -> int:
+    """Take the usable responses of a JSON answer; how many it gave."""
     match = re.search(r"\{.*\}", text, re.S)
     try:
         data = json.loads(match.group(0)) if match else {}
     except json.JSONDecodeError:
-        return
+        return 0
     if not isinstance(data, dict):
-        return
+        return 0
+    before = len(lab.desired) + len(lab.undesired)
     for polarity in (DESIRED, UNDESIRED):
         items = data.get(polarity)
         if not isinstance(items, list):
@@ -253,3 +312,4 @@ def _take_json(text: str, view: InstanceView, lab: Labels, k: int) -> None:
             if len(got) < k and isinstance(item, str):
                 if ok := valid_response(item, view, lab.desired + lab.undesired):
                     got.append(ok)
+    return len(lab.desired) + len(lab.undesired) - before

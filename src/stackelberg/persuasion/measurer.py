@@ -10,8 +10,8 @@ If the prompt does not fit the Measurer's window, the oldest history lines are d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, NamedTuple
 
 from pydantic import Field
 
@@ -105,3 +105,33 @@ def measure(
         for cand, lps in zip(candidates, logprobs, strict=True)
     ]
     return parts, cut
+
+
+class Measured(NamedTuple):
+    """An instance's candidates as the follower read them, their reward parts, and how many
+    history lines were cut to fit."""
+
+    texts: list[str]
+    parts: list[RewardParts]
+    cut: int
+
+
+def measure_completions(
+    llm: Any,
+    row: Mapping[str, Any],
+    view: InstanceView,
+    raw: Sequence[str],
+    parsed: Sequence[str],
+    settings: ScoreSettings,
+    candidate_tokens: int = 0,
+) -> Measured:
+    """The Measurer's reward of Refiner completions for one instance (``row``: its
+    ``desired`` and ``undesired`` responses), the one call of the score, grpo and evaluate
+    stages, so that a candidate gets the same reward wherever it is scored: each completion
+    (``raw``, and ``parsed``, the utterance parsed from it) goes into the follower's prompt as
+    ``settings.candidate_text`` says."""
+    texts = settings.texts(raw, parsed)
+    parts, cut = measure(
+        llm, view, texts, row["desired"], row["undesired"], settings, candidate_tokens
+    )
+    return Measured(texts, parts, cut)

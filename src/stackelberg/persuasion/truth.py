@@ -84,6 +84,11 @@ class Truth:
         """The sides ``text`` takes, as the game's scripted players parse it."""
         raise NotImplementedError
 
+    def live_record(self, game: Any) -> dict[str, Any]:
+        """What the truth reads of a finished game's record beyond its events, taken from
+        a game still in play (a ``bestN+X`` speaker labels its speech as it speaks)."""
+        return {}
+
 
 class _PlayerTruth(Truth):
     """Games where a response trusts or suspects players of two or more camps."""
@@ -198,7 +203,10 @@ class AvalonTruth(_PlayerTruth):
             i -= 1
         if i == view.event_index and not with_speech:
             return None
-        return parse_proposal(events[i].data["text"])
+        # the speech itself (the leader's) may not be in the events yet: a game in play
+        return parse_proposal(
+            view.base_utterance if i == view.event_index else events[i].data["text"]
+        )
 
     def first(self, view):
         return [player(view.speaker), TEAM]
@@ -247,6 +255,11 @@ class ONUWTruth(_PlayerTruth):
 
     def camps(self, view):
         return [ONUW_TEAM[card] for card in view.record["result"]["final_roles"]]
+
+    def live_record(self, game):
+        # speeches come after the night, and only the night moves cards: those held now
+        # are the final ones
+        return {"result": {"final_roles": game.final_roles()}}
 
     def known(self, view):
         """The cards the speaker saw, moved along the swaps it knows of."""

@@ -9,17 +9,15 @@ Importing this package does not import torch, transformers or TRL; ``train_refin
 
 from __future__ import annotations
 
-from stackelberg.training.grpo import (
+from stackelberg.training.grpo import TrainResult, train_refiner
+from stackelberg.training.grpo_settings import GRPOSettings, expected_steps
+from stackelberg.training.launch import LaunchError
+from stackelberg.training.trl_bridge import (
     RESERVED_COLUMNS,
-    GRPOSettings,
-    TrainResult,
     UnsupportedTRLError,
     completion_texts,
-    expected_steps,
-    train_refiner,
     trl_reward,
 )
-from stackelberg.training.launch import LaunchError
 
 __all__ = [
     "RESERVED_COLUMNS",

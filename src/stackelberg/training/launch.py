@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from stackelberg.training.grpo import GRPOSettings, machine_problem
+from stackelberg.training.grpo_settings import GRPOSettings, machine_problem
 
 #: the shipped accelerate configs, relative to the project root (where the stages run)
 ACCELERATE_CONFIGS = Path("configs/accelerate")

@@ -36,16 +36,15 @@ from stackelberg.agents import make_agent
 from stackelberg.agents.latent.acts import ACT_NAMES, LatentSpeaker
 from stackelberg.agents.latent.cfr import LatentPolicy, RegretTables
 from stackelberg.agents.latent.clusters import Strategy, latent_strategies
-from stackelberg.agents.runner import Table, agent_rng, play_tables
+from stackelberg.agents.runner import agent_rng
 from stackelberg.games import make_game
 from stackelberg.games.base import SPEAK
 from stackelberg.settings import Settings
+from stackelberg.training.learner import EVAL_SEEDS, eval_seeds, play_learner_games
 
 #: the game the policy plays (``lspo`` plays Werewolf only)
 GAME = "werewolf"
-#: evaluation seeds start here, apart from the solver's games
-EVAL_SEEDS = 1_000_000
-#: candidate games' seeds start here, apart from both
+#: candidate games' seeds start here, apart from the solver's and the held-out ones
 CANDIDATE_SEEDS = 2_000_000
 
 
@@ -236,26 +235,12 @@ def solve(
 def play_learner(policy: LatentPolicy, seeds: Sequence[int], options: dict[str, Any]):
     """Games on ``seeds`` with one seat (drawn from the seed) ``lspo`` playing ``policy``
     with template speeches, the others scripted: whether that seat won, per game."""
-    tables, learners = [], []
-    for seed in seeds:
-        game = make_game(GAME, dict(options))
-        n = game.reset(seed).n_players
-        seat = random.Random(f"learner:{seed}").randrange(n)
-        agents = [
-            make_agent("lspo", GAME, policy=policy, speech="template")
-            if i == seat
-            else make_agent("scripted", GAME)
-            for i in range(n)
-        ]
-        tables.append(Table(game, agents, seed))
-        learners.append(seat)
-    records = play_tables(tables)
-    return [outcome(rec["result"], seat) for seat, rec in zip(learners, records, strict=True)]
 
+    def learner():
+        return make_agent("lspo", GAME, policy=policy, speech="template")
 
-def eval_seeds(settings: LspoSettings) -> range:
-    start = EVAL_SEEDS + settings.seed
-    return range(start, start + settings.eval_games)
+    games = play_learner_games(GAME, seeds, options, learner)
+    return [outcome(rec["result"], seat) for seat, rec, _ in games]
 
 
 def train_lspo(

@@ -16,17 +16,13 @@ from typing import Any
 
 from pydantic import Field
 
-from stackelberg.agents import make_agent
 from stackelberg.agents.lookahead.value import CAMPS, ValueModel, features, fit_value
-from stackelberg.agents.runner import Table
-from stackelberg.games import make_game
 from stackelberg.games.base import SPEAK
 from stackelberg.settings import Settings
+from stackelberg.training.learner import EVAL_SEEDS, eval_seeds, learner_table
 
 #: the game the value model is for (``strategist`` plays Avalon only)
 GAME = "avalon"
-#: evaluation seeds start here, apart from the training games' seeds
-EVAL_SEEDS = 1_000_000
 
 Row = tuple[list[float], str, bool]
 
@@ -53,10 +49,9 @@ def play_rows(seeds: Sequence[int], options: dict[str, Any] | None = None) -> li
     """Scripted games on ``seeds``; per game, a row per seat at the start of each discussion."""
     games = []
     for seed in seeds:
-        game = make_game(GAME, dict(options or {}))
-        n = game.reset(seed).n_players
-        agents = [make_agent("scripted", GAME) for _ in range(n)]
-        Table(game, agents, seed).start()
+        table, _ = learner_table(GAME, seed, options)  # no learner: every seat scripted
+        table.start()
+        game, agents = table.game, table.agents
         states, cycle = [], None
         while (decision := game.decision()) is not None:
             if decision.kind == SPEAK and (game.quest, game.attempt) != cycle:
@@ -68,11 +63,6 @@ def play_rows(seeds: Sequence[int], options: dict[str, Any] | None = None) -> li
         winner = game.result()["winner"]
         games.append([(v, camp, camp == winner) for v, camp in states])
     return games
-
-
-def eval_seeds(settings: StrategistSettings) -> range:
-    start = EVAL_SEEDS + settings.seed
-    return range(start, start + settings.eval_games)
 
 
 def base_rates(rows: Sequence[Row]) -> dict[str, float]:

@@ -13,22 +13,18 @@ Importing this module does not import torch; ``train_tactics`` does.
 from __future__ import annotations
 
 import contextlib
-import random
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from pydantic import Field
 
 from stackelberg.agents import make_agent
-from stackelberg.agents.runner import Table, play_tables
-from stackelberg.games import make_game
 from stackelberg.games.onuw import ROLE_TEAM
 from stackelberg.settings import Settings
+from stackelberg.training.learner import EVAL_SEEDS, eval_seeds, play_learner_games
 
 #: the game the policy plays (``rl_ins`` plays ONUW only)
 GAME = "onuw"
-#: evaluation seeds start here, apart from the training games' seeds
-EVAL_SEEDS = 1_000_000
 
 
 class TacticsSettings(Settings):
@@ -72,41 +68,22 @@ def one_thread() -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def learner_seat(seed: int, n_players: int) -> int:
-    return random.Random(f"learner:{seed}").randrange(n_players)
-
-
 def play_learner(policy: Any, seeds: Sequence[int], options: dict[str, Any] | None = None):
     """Games on ``seeds``, the learner seat ``rl_ins`` with ``policy`` (None: the uniform
     choice) and template speeches, the others scripted. Per game: (won, final camp of the
     learner, its (features, tactic) choices)."""
-    tables, learners = [], []
-    for seed in seeds:
-        game = make_game(GAME, dict(options or {}))
-        n = game.reset(seed).n_players
-        seat = learner_seat(seed, n)
-        agents = [
-            make_agent("rl_ins", GAME, policy=policy, speech="template")
-            if i == seat
-            else make_agent("scripted", GAME)
-            for i in range(n)
-        ]
-        tables.append(Table(game, agents, seed))
-        learners.append(seat)
-    records = play_tables(tables)
+
+    def learner():
+        return make_agent("rl_ins", GAME, policy=policy, speech="template")
+
     return [
         (
             seat in rec["result"]["winners"],
             ROLE_TEAM[rec["result"]["final_roles"][seat]],
             table.agents[seat].choices,
         )
-        for seat, rec, table in zip(learners, records, tables, strict=True)
+        for seat, rec, table in play_learner_games(GAME, seeds, options, learner)
     ]
-
-
-def eval_seeds(settings: TacticsSettings) -> range:
-    start = EVAL_SEEDS + settings.seed
-    return range(start, start + settings.eval_games)
 
 
 def train_tactics(
@@ -168,7 +145,6 @@ __all__ = [
     "GAME",
     "TacticsSettings",
     "eval_seeds",
-    "learner_seat",
     "one_thread",
     "play_learner",
     "train_tactics",

@@ -21,13 +21,13 @@ from typing import Any
 import trl
 from trl import GRPOTrainer
 
-from stackelberg.training.grpo import UnsupportedTRLError
 from stackelberg.training.prompt_sharing import (
     TREE_MASK_KERNELS,
     attention_kernel,
     pack_by_prompt,
     packed_logps,
 )
+from stackelberg.training.trl_bridge import UnsupportedTRLError
 
 #: GRPOTrainer's private steps that ``HookedGRPOTrainer`` wraps or calls.
 WRAPPED_STEPS = (

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+from stackelberg.games.base import Event, Game, player_name
 
 #: the rules at the default options
 RULES = (
@@ -68,3 +71,50 @@ def rating_example(others: list[int]) -> str:
     a, *rest = others
     b = rest[0] if rest else a
     return f"Player {a + 1}: evil +1, Merlin 0; Player {b + 1}: evil -2, Merlin +1"
+
+
+def _team(ids: Sequence[int]) -> str:
+    return ", ".join(player_name(p) for p in ids)
+
+
+def event_line(game: Game, event: Event, viewer: int) -> str | None:
+    """An event's words (``prompts.describe_event``)."""
+    t, d = event.type, event.data
+    if t == "propose":
+        return (
+            f"Quest {d['quest']}, attempt {d['attempt']}: {player_name(event.player)} "
+            f"proposes the team {_team(d['team'])}."
+        )
+    if t == "vote":
+        return f"{player_name(event.player)} votes {'approve' if d['approve'] else 'reject'}."
+    if t == "team_result":
+        verdict = "approved" if d["approved"] else "rejected"
+        return f"The team is {verdict} ({d['approvals']} of {game.n_players} approve)."
+    if t == "forced_team":
+        return (
+            f"That was the fifth rejected team in a row: {_team(d['team'])} go on quest "
+            f"{d['quest']} anyway."
+        )
+    if t == "quest":
+        verdict = "succeeds" if d["success"] else "fails"
+        return (
+            f"Quest {d['quest']} ({_team(d['team'])}) {verdict} with {d['fails']} "
+            f"Fail card{'s' if d['fails'] != 1 else ''}."
+        )
+    if t == "assassinate":
+        if d["target"] is None:
+            return f"After quest {event.round} you keep your assassination attempt for later."
+        line = f"The Assassin ({player_name(event.player)}) names {player_name(d['target'])} as Merlin."
+        if game.config.assassin_timing == "once_after_any_quest":
+            hit = game.players[d["target"]].role == "merlin"
+            line += " That is Merlin." if hit else " That is not Merlin."
+        return line
+    if t == "knowledge":
+        role = game.players[event.player].role
+        seen = _team(d["sees"]) if d["sees"] else "nobody"
+        if role == "merlin":
+            return f"You see the evil players: {seen}."
+        if role == "percival":
+            return f"Merlin is among: {seen} (the other may be Morgana)."
+        return f"Your fellow evil players: {seen}."
+    return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stackelberg.games.base import Game, player_name
+from stackelberg.games.base import Event, Game, player_name
 
 RULES = (
     "Sotopia: a social scenario. Two characters talk, each with a private goal the other "
@@ -32,6 +32,13 @@ RULE_CHANGES: tuple[tuple[str, Any, str, str], ...] = (
         "or leave (write [leave], or say goodbye: a goodbye ends the conversation).",
     ),
 )
+
+#: why the conversation ended (an ``end`` event's reason), as players read it
+END_WORDS = {
+    "left": "a character left",
+    "max_turns": "the turns ran out",
+    "stale": "nobody did anything for a while",
+}
 
 SPEECH_STYLE = (
     "Speak as your character in one or two short sentences, working towards your goal. "
@@ -55,6 +62,30 @@ def identity(game: Game, player: int) -> str:
     if own["secret"]:
         lines.append(f"Your secret (keep it): {own['secret']}")
     return "\n".join(lines)
+
+
+def event_line(game: Game, event: Event, viewer: int) -> str | None:
+    """An event's words (``prompts.describe_event``); the scenario and the characters' goals
+    only for the game master (-1): a player reads its own in its identity."""
+    t, d, who = event.type, event.data, event.player
+    if t == "act":
+        return f"{player_name(who)} [action]: {d['text']}"
+    if t == "none":
+        return f"{player_name(who)} does nothing."
+    if t == "leave":
+        said = f' saying: "{d["text"]}"' if d["text"] else ""
+        return f"{player_name(who)} leaves the conversation{said}."
+    if t == "end":
+        return f"The conversation ends: {END_WORDS[d['reason']]}."
+    if viewer >= 0:
+        return None
+    if t == "scenario":
+        people = " ".join(f"{player_name(i)}: {p}" for i, p in enumerate(d["profiles"]))
+        return f"Scenario {d['id']} ({d['category']}): {d['setting']} {people}"
+    if t == "character":
+        secret = f" Secret: {d['secret']}" if d["secret"] else ""
+        return f"{player_name(who)}'s goal: {d['goal']}{secret}"
+    return None
 
 
 def speech_example(game: Game, player: int) -> str:

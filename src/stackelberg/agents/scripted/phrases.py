@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from stackelberg.agents.prompts.words import names
 from stackelberg.games.base import player_name
 
 # ---- about another player (Werewolf, Avalon, ONUW) -------------------------------------------
@@ -34,12 +35,6 @@ def lying(pid: int) -> str:
 def werewolf_verdict(pid: int, wolf: bool) -> str:
     """A Seer's finding ("Player 3 is a werewolf."), also said of anyone by anyone."""
     return f"{player_name(pid)} is {'a' if wolf else 'not a'} werewolf."
-
-
-def names(ids: Sequence[int]) -> str:
-    """A list of players as a sentence says it: "Player 1, Player 2 and Player 4"."""
-    said = [player_name(p) for p in ids]
-    return said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
 
 
 def trustworthy(ids: Sequence[int]) -> str:

@@ -11,15 +11,13 @@ import hashlib
 import json
 import logging
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from stackelberg.io import atomic_writer
+from stackelberg.io import atomic_dir, atomic_writer
 from stackelberg.llm.embedded import EMBEDDED_MODELS, cache_dir
 from stackelberg.llm.errors import ModelNotFoundError
 from stackelberg.llm.local.fused import fuse_shared_inputs
@@ -257,15 +255,9 @@ def _load_converted(path: str, dtype: str) -> Any:
         return AutoModelForCausalLM.from_pretrained(target, dtype=getattr(torch, dtype))
     lm = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
-        try:
+        with atomic_dir(target) as tmp:
             lm.save_pretrained(tmp)
             (tmp / "source.json").write_text(json.dumps(source))
-            shutil.rmtree(target, ignore_errors=True)
-            tmp.rename(target)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
     except OSError as err:  # a full disk, a read-only cache, a concurrent writer
         log.warning("local backend: no %s copy of %s kept (%s)", dtype, path, err)
     return lm

@@ -1,147 +1,24 @@
-"""Static HTML pages of game records (`stackelberg view`): one page per game and an index.
-
-A page needs no server, network or script: inline CSS only, so it opens from a file and can
-be mailed or archived. Every text taken from a record is escaped, since speeches are model
-output. Hidden facts (roles, private night actions) sit in ``<details>`` elements unless
-``reveal`` is set, so a reader can follow a game without spoilers until its result.
-
-No pipeline stage runs this module, so it lives outside the folders the stages depend on
-(editing it reruns nothing).
-"""
+"""The viewer's HTML: a self-contained page per game (seats, events by phase, result) and an
+index, with inline CSS. Every text taken from a record is escaped, since speeches are model
+output; hidden facts sit in ``<details>`` elements unless ``reveal`` is set."""
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from html import escape
-from pathlib import Path
 from typing import Any
 
 from stackelberg.agents.prompting import transcript_line
-from stackelberg.datasets import DatasetError, read_dataset
-from stackelberg.games import GAME_NAMES, Game, GameError
+from stackelberg.agents.prompts import describe_event
+from stackelberg.games import Game, GameError
 from stackelberg.games.base import Event, player_name
 from stackelberg.persuasion.context import restore
+from stackelberg.viewer.reading import Entry, ViewError
 
 #: marks a folder as written by the viewer, so that writing again may replace it
 GENERATOR = "stackelberg view"
-RECORD_KEYS = frozenset({"game", "seed", "players", "events", "result"})
 INDEX = "index.html"
-
-
-class ViewError(ValueError):
-    """Input the viewer cannot show, or an output folder it must not replace: one line."""
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One game to show: its record, the record's JSON (restore's cache key) and where it
-    came from (a tournament's condition and camp, or empty)."""
-
-    record: dict[str, Any]
-    source: str
-    label: str = ""
-
-    @property
-    def name(self) -> str:
-        return f"{self.record['game']}-{self.record['seed']}"
-
-
-# ---- reading ------------------------------------------------------------------------------
-
-
-def load_entries(path: str | os.PathLike) -> list[Entry]:
-    """The games of a JSONL file (``play --out`` lines, or tournament records kept with
-    their ``game_record``) or of a self-play parquet; ViewError on anything else."""
-    path = Path(path)
-    if not path.exists():
-        raise ViewError(f"{path}: not found")
-    if path.is_dir():
-        raise ViewError(f"{path}: is a folder; give a JSONL file of game records or a parquet")
-    if path.suffix == ".parquet":
-        try:
-            texts = read_dataset(path, "selfplay")["record"].to_list()
-        except DatasetError as err:
-            raise ViewError(str(err)) from None
-        entries = [_entry(t, f"{path}: row {i + 1}") for i, t in enumerate(texts)]
-    else:
-        entries = list(_jsonl_entries(path))
-    if not entries:
-        raise ViewError(f"{path}: no game records")
-    return entries
-
-
-def _jsonl_entries(path: Path):
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise ViewError(f"{path}: not a text file of JSON lines") from None
-    for number, line in enumerate(lines, 1):
-        if line.strip():
-            yield _entry(line, f"{path}:{number}")
-
-
-def _entry(text: str, where: str) -> Entry:
-    try:
-        item = json.loads(text)
-    except json.JSONDecodeError:
-        raise ViewError(f"{where}: not JSON") from None
-    label = ""
-    if isinstance(item, dict) and "condition" in item:
-        if "game_record" not in item:
-            raise ViewError(
-                f"{where}: a tournament summary without its game_record (play_matrix "
-                "keep_games=True keeps it)"
-            )
-        label = f"{item['condition']} holds the {item.get('camp', '?')} camp"
-        item = item["game_record"]
-    if not (
-        isinstance(item, dict)
-        and RECORD_KEYS <= set(item)
-        and item["game"] in GAME_NAMES
-        and isinstance(item["seed"], int)
-    ):
-        raise ViewError(f"{where}: not a game record (see docs/records.md)")
-    return Entry(item, json.dumps(item), label)
-
-
-def speech_notes(selfplay: str | os.PathLike) -> dict[str, dict[str, Any]]:
-    """What the pipeline knows about self-play speeches, by instance id (``G-SEED-EVENT``):
-    the labeled intents (``data/intents/G.parquet``) and the Measurer's reward of the base
-    utterance (``data/scores/G.parquet``), found beside ``data/selfplay/G.parquet``.
-    Missing files give no notes; each note keeps the utterance it is about, so a note from
-    another self-play run is not pinned to a different speech."""
-    selfplay = Path(selfplay)
-    data = selfplay.parent.parent
-    notes: dict[str, dict[str, Any]] = {}
-    intents, scores = data / "intents" / selfplay.name, data / "scores" / selfplay.name
-    try:
-        if intents.exists():
-            for row in read_dataset(intents, "intents").iter_rows(named=True):
-                notes.setdefault(row["instance_id"], {}).update(
-                    utterance=row["base_utterance"],
-                    follower=row["follower"],
-                    desired=row["desired"],
-                    undesired=row["undesired"],
-                    labeler=row["labeler_model"],
-                )
-        if scores.exists():
-            for row in read_dataset(scores, "scores").iter_rows(named=True):
-                if row["source"] == "base":
-                    notes.setdefault(row["instance_id"], {"utterance": row["candidate"]}).update(
-                        reward=row["reward"], positive=row["positive"], negative=row["negative"]
-                    )
-    except DatasetError as err:
-        raise ViewError(str(err)) from None
-    return notes
-
-
-# ---- rendering ----------------------------------------------------------------------------
 
 CSS = """
 :root { color-scheme: light; --ink: #1f2328; --muted: #656d76; --line: #d0d7de; }
@@ -294,7 +171,7 @@ def event_line(game: Game, ev: Event) -> str | None:
     text = transcript_line(game, ev)
     if text is None and ev.visible_to != "all" and ev.visible_to:
         witness = ev.player if ev.player in ev.visible_to else ev.visible_to[0]
-        if seen := game.describe_event(ev, witness):
+        if seen := describe_event(game, ev, witness):
             who = ", ".join(player_name(p) for p in ev.visible_to)
             text = f"({who} only) {seen}"
     return text
@@ -439,41 +316,3 @@ def render_pages(
         linked.append((filename, entry))
     pages[INDEX] = render_index(linked, source)
     return pages
-
-
-# ---- writing ------------------------------------------------------------------------------
-
-
-def write_pages(pages: Mapping[str, str], out: str | os.PathLike) -> Path:
-    """Write the pages into folder ``out`` all at once: into a temporary folder beside it,
-    renamed into place. An earlier viewer folder there is replaced; any other non-empty
-    folder is refused rather than deleted."""
-    out = Path(out)
-    if out.exists() and not _replaceable(out):
-        raise ViewError(f"{out}: exists and was not written by {GENERATOR}; choose another --out")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        for name, text in pages.items():
-            (tmp / name).write_text(text, encoding="utf-8")
-        tmp.chmod(0o755)
-        old = None
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-            os.replace(out, old / out.name)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-    return out
-
-
-def _replaceable(out: Path) -> bool:
-    if not out.is_dir():
-        return False
-    index = out / INDEX
-    if not any(out.iterdir()):
-        return True
-    return index.is_file() and f'content="{GENERATOR}"' in index.read_text(errors="replace")

@@ -1,0 +1,122 @@
+"""The held-out reward's work: the Refiners' candidates for the test instances, then every
+candidate's record under the Measurer (and under an unseen follower).
+
+The Refiners sample first, each prompted and stopped as the trained one plays; the followers
+score after, all candidates of an instance in one call (one context, computed once). The
+records (``held_out.candidate_record``) are what metrics.json's paired reward and
+``held_out.held_out_details`` read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from stackelberg.evaluation.held_out import candidate_record, instance_means
+from stackelberg.persuasion.candidates import output_rates, sample_candidates
+from stackelberg.persuasion.measurer import measure_completions
+from stackelberg.progress import progress
+
+#: held-out candidates' seeds: the instance's seed plus this stride times (evaluate.seed + 1),
+#: so that they differ from the seeds the sample stage draws for the same instance and from
+#: one evaluate seed to the next (7919, the 1000th prime, an arbitrary choice: a new value
+#: would change every held-out candidate)
+CANDIDATE_SEED_STRIDE = 7_919
+#: what the metrics keep of a held-out instance (its examples, its responses)
+HELD_OUT_ROW = ("instance_id", "base_utterance", "desired", "undesired")
+#: the Refiners' candidates in ``sample_held_out``'s result: the untrained Refiner's (its
+#: first ``n`` the "before" group, best-of-k picks among its first k) and the trained one's
+UNTRAINED, TRAINED = "pool", "after"
+
+
+def candidate_seeds(instance_seeds: Sequence[int], seed: int) -> list[int]:
+    """The sampling seed of each held-out instance's candidates (``evaluate.seed``: ``seed``)."""
+    return [s + CANDIDATE_SEED_STRIDE * (seed + 1) for s in instance_seeds]
+
+
+def sample_held_out(
+    load: Callable[[Any], Any],
+    refiners: Mapping[str, Any],
+    variants: Sequence[str],
+    rows: Sequence[Mapping[str, Any]],
+    views: Sequence[Any],
+    sampling: Any,
+    best_of: Sequence[int],
+    seeds: Sequence[int],
+) -> dict[str, Any]:
+    """The held-out instances (``rows``, their ``views``) and each Refiner's candidates for
+    them: ``refiners`` maps ``UNTRAINED``, ``TRAINED`` and each name of ``variants`` (the
+    Refiners trained on other reward variants, kept under ``variants``) to its config, loaded
+    with ``load`` in that order. Each samples ``sampling.n`` candidates (``sampling``: the
+    trained Refiner's prompting and stop), the untrained one max(n, ``best_of``). Also the
+    output rates of the "before" and "after" candidates."""
+    n = sampling.n
+    pool = sampling.model_copy(update={"n": max([n, *best_of])})
+    out: dict[str, Any] = {
+        "rows": rows,
+        "views": views,
+        "room": sampling.max_new_tokens,
+        "variants": {},
+    }
+    for name, config in refiners.items():
+        settings = pool if name == UNTRAINED else sampling
+        cands = sample_candidates(load(config), views, settings, seeds)
+        (out["variants"] if name in variants else out)[name] = cands
+    out["before_outputs"] = output_rates([c for cands in out[UNTRAINED] for c in cands[:n]])
+    out["after_outputs"] = output_rates([c for cands in out[TRAINED] for c in cands])
+    return out
+
+
+def score_candidates(follower: Any, sampled: Mapping[str, Any], score: Any, desc: str) -> dict:
+    """Every held-out candidate's record (``held_out.candidate_record``) under ``follower``,
+    by group (``UNTRAINED``, ``TRAINED``, ``variants``), per instance; ``score``: the score
+    stage's settings, ``desc``: the progress bar's."""
+    groups = {g: sampled[g] for g in (UNTRAINED, TRAINED)} | {
+        f"variants/{v}": c for v, c in sampled["variants"].items()
+    }
+    out: dict = {g: [] for g in groups}
+    bar = progress(len(sampled["rows"]), desc, "instance")
+    for i, (row, view) in enumerate(zip(sampled["rows"], sampled["views"], strict=True)):
+        cands = [(g, c) for g in groups for c in groups[g][i]]
+        raw, parsed = [c.raw for _, c in cands], [c.utterance for _, c in cands]
+        texts, parts, _ = measure_completions(
+            follower, row, view, raw, parsed, score, sampled["room"]
+        )
+        for g in groups:
+            out[g].append([])
+        for (g, c), text, part in zip(cands, texts, parts, strict=True):
+            out[g][-1].append(candidate_record(text, c.parsed, part))
+        bar.update(1)
+    bar.close()
+    variants = {g.split("/", 1)[1]: out.pop(g) for g in list(out) if g.startswith("variants/")}
+    return out | {"variants": variants}
+
+
+def held_out_reward(
+    sampled: Mapping[str, Any],
+    n: int,
+    score: Any,
+    label: str,
+    measurer: Any,
+    unseen: tuple[Callable[[], Any], str] | None = None,
+) -> dict[str, Any]:
+    """Each instance's mean reward per Refiner ("before": the untrained Refiner's first
+    ``n``), the Refiners' output rates, and every candidate's record under the Measurer and,
+    with ``unseen`` (a loader of that follower and its model's name), under the unseen
+    follower too; ``label`` names the run in progress bars (``evaluate@GAME``)."""
+    if not sampled:
+        return {"before": [], "after": []}
+    out: dict[str, Any] = {f"{g}_outputs": sampled[f"{g}_outputs"] for g in ("before", "after")}
+    out["rows"] = [{k: r[k] for k in HELD_OUT_ROW} for r in sampled["rows"]]
+    desc = f"{label} held-out"
+    out["scored"] = {"measurer": score_candidates(measurer, sampled, score, f"{desc}, Measurer")}
+    if unseen is not None:
+        load, model = unseen
+        out["scored"]["unseen"] = score_candidates(
+            load(), sampled, score, f"{desc}, unseen follower"
+        )
+        out["scored"]["unseen_model"] = model
+    records = out["scored"]["measurer"]
+    out["before"] = instance_means([c[:n] for c in records[UNTRAINED]])
+    out["after"] = instance_means(records[TRAINED])
+    return out

@@ -1,0 +1,85 @@
+"""What tournament tables play with, by route (``tournament.build_agent`` hands each seat the
+route it names): the players' models, the trained Refiner, the trained models of later
+stages that some kinds read (``route_args``: rl_ins's tactic policy, the strategist's value
+model, lspo's policy), the untrained Refiner and the Measurer of a ``bestN+X`` speaker, and a
+scored game's LLM evaluator. Each is loaded only when a kind
+played needs it; a trained model's loader is imported then too (the tactic policy's needs
+torch).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from stackelberg.agents import LLM_AGENT_KINDS, llm_agent_class
+from stackelberg.agents.refiner import REFINER_ROUTE
+from stackelberg.evaluation.tournament import parse_condition
+from stackelberg.llm import LLMConfig
+from stackelberg.persuasion.best_of import MEASURER_ROUTE, REFINER_BASE_ROUTE
+
+#: the route of a scored game's LLM evaluator (``judge.judge_tournament``), no seat's
+JUDGE = "judge"
+#: how a trained route's folder (the one its stage wrote) is read: the route an agent class
+#: names in ``route_args`` -> (module, function)
+TRAINED_LOADERS = {
+    "tactics": ("stackelberg.agents.tactics.policy", "load_policy"),
+    "strategist": ("stackelberg.agents.lookahead.value", "load_value"),
+    "lspo": ("stackelberg.agents.latent.cfr", "load_policy"),
+}
+
+
+def trained_routes(kinds: Iterable[str], folder_of: Callable[[str], Any]) -> dict[str, Any]:
+    """The trained models the agent ``kinds`` play with, by route, each read once from
+    ``folder_of(route)`` (None: no folder; the kind plays untrained, as its class allows; a
+    folder that holds no such model is a ConfigError, one line)."""
+    routes: dict[str, Any] = {}
+    for kind in dict.fromkeys(kinds):
+        if kind not in LLM_AGENT_KINDS:
+            continue
+        for route in getattr(llm_agent_class(kind), "route_args", {}):
+            folder = folder_of(route)
+            if route not in routes and folder is not None:
+                module, function = TRAINED_LOADERS[route]
+                routes[route] = getattr(importlib.import_module(module), function)(folder)
+    return routes
+
+
+def tournament_routes(
+    played: Iterable[str],
+    load: Callable[[Any], Any],
+    seat_models: Iterable[str],
+    refiner: Any,
+    folder_of: Callable[[str], Any],
+    judge: Any = None,
+    untrained_refiner: Any = None,
+    measurer: Any = None,
+) -> dict[str, Any]:
+    """What the tables of the conditions ``played`` (their opponent among them) play with,
+    by route: the players' models (``seat_models``: each config's JSON, the route
+    ``play_matrix``'s ``route_of_seed`` names) when an LLM kind plays, the ``refiner`` when a
+    refined condition does, the ``untrained_refiner`` and the ``measurer`` when a best-of
+    condition does, the trained models the kinds read (``trained_routes``), and the
+    ``judge`` under ``JUDGE`` when one is given. ``load``: a model config to its backend."""
+    parsed = [parse_condition(c) for c in played]
+    kinds = [c.kind for c in parsed]
+    routes: dict[str, Any] = {}
+    if any(kind in LLM_AGENT_KINDS for kind in kinds):  # only the models seats play with
+        routes = {key: load(LLMConfig.model_validate_json(key)) for key in seat_models}
+    if any(c.refined for c in parsed):
+        routes[REFINER_ROUTE] = load(refiner)
+    if any(c.best_of for c in parsed):
+        if untrained_refiner is None or measurer is None:
+            raise ValueError(
+                "a best-of condition plays with the untrained Refiner and the Measurer"
+            )
+        routes[REFINER_BASE_ROUTE] = load(untrained_refiner)
+        routes[MEASURER_ROUTE] = load(measurer)
+    routes |= trained_routes(kinds, folder_of)
+    if judge is not None:
+        routes[JUDGE] = load(judge)
+    return routes
+
+
+__all__ = ["JUDGE", "TRAINED_LOADERS", "tournament_routes", "trained_routes"]

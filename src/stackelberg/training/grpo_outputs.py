@@ -1,0 +1,72 @@
+"""What a GRPO run leaves: the adapter folder, its settings and step history, and the rates
+read from that history.
+
+The adapter is written to a folder beside ``output_dir`` and swapped into place
+(``stackelberg.io``), so a killed run leaves the previous adapter or the new one, never half
+of one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from stackelberg.io import atomic_dir
+
+#: the run's settings, written into the adapter folder
+SETTINGS_FILE = "grpo_settings.json"
+#: the run's step history, written beside the adapter by the pipeline's grpo stage
+TRAIN_HISTORY = "train_history.json"
+#: the folder, inside a game's Refiner, of the Refiners trained on other reward variants
+VARIANTS = "variants"
+#: TRL's metric of the share of a step's completions that hit max_completion_length
+CLIPPED_RATIO = "completions/clipped_ratio"
+#: the share of a step's completions that parsed, logged by the caller's reward function
+PARSE_RATE = "refiner/parse_rate"
+
+
+def train_history_rates(history: Sequence[Mapping[str, Any]], completions_per_step: int) -> dict:
+    """A run's completions, the share that ended before the token limit (1 - TRL's
+    ``completions/clipped_ratio``) and the share that parsed (``PARSE_RATE``), over the
+    steps that logged them (each step has as many completions); NaN where none did.
+
+    >>> train_history_rates([{CLIPPED_RATIO: 0.25, PARSE_RATE: 1.0}, {CLIPPED_RATIO: 0.75}], 4)
+    {'completions': 8, 'ended_rate': 0.5, 'parse_rate': 1.0}
+    """
+
+    def mean(key: str) -> float:
+        values = [float(h[key]) for h in history if isinstance(h.get(key), int | float)]
+        return sum(values) / len(values) if values else float("nan")
+
+    steps = sum(1 for h in history if CLIPPED_RATIO in h)
+    return {
+        "completions": steps * completions_per_step,
+        "ended_rate": 1.0 - mean(CLIPPED_RATIO),
+        "parse_rate": mean(PARSE_RATE),
+    }
+
+
+def check_replaceable(out: Path) -> None:
+    """Refuse to replace a folder that is neither empty nor a previous adapter."""
+    if out.exists() and (
+        not out.is_dir() or (any(out.iterdir()) and not (out / "adapter_config.json").exists())
+    ):
+        raise ValueError(
+            f"output_dir {str(out)!r} exists and is not a PEFT adapter folder; "
+            "choose a new or empty folder (a previous adapter there is replaced)"
+        )
+
+
+def write_adapter(files: dict[str, bytes], output_dir: str | Path) -> Path:
+    """Write an adapter's files (name -> bytes) to ``output_dir`` atomically, replacing a
+    previous adapter there."""
+    out = Path(output_dir).expanduser()
+    if "adapter_config.json" not in files:
+        raise ValueError(f"{out}: not a PEFT adapter (no adapter_config.json among its files)")
+    check_replaceable(out)
+    with atomic_dir(out) as staged:
+        for name, data in files.items():  # a name may hold a folder ("variants/...")
+            (staged / name).parent.mkdir(parents=True, exist_ok=True)
+            (staged / name).write_bytes(data)
+    return out

@@ -1,0 +1,252 @@
+"""The ``grpo`` section of params.yaml: the settings of one Refiner run and their checks.
+
+Params load and validate them on any machine; what the machine must have (a GPU for vLLM,
+bfloat16 arithmetic) is checked where the training starts (``machine_problem``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from stackelberg.agents.refiner import RefinerStyle
+from stackelberg.persuasion.reward import Variant
+from stackelberg.settings import Settings
+
+LossType = Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo"]
+#: who samples the completions: TRL (transformers, or vLLM with use_vllm), or the project's
+#: decoder on the same policy (``rollout.LocalRollout``)
+Generation = Literal["trl", "local"]
+ScaleRewards = Literal["group", "batch", "none"]
+Launch = Literal["none", "accelerate", "deepspeed"]
+ZeroStage = Literal[2, 3]
+VLLMMode = Literal["server", "colocate"]
+Precision = Literal["auto", "float32", "bfloat16"]
+#: completion tokens when max_completion_length is null and no sample section resolves it:
+#: sample.max_new_tokens's default
+REFINER_COMPLETION_LIMIT: int = RefinerStyle.model_fields["max_new_tokens"].default
+
+
+class GRPOSettings(Settings):
+    """GRPO settings of one Refiner run: the ``grpo`` section of params.yaml.
+
+    ``launch`` runs the training under ``accelerate launch`` on ``num_processes`` GPUs
+    (``training.launch``); the step's completions are shared out among the processes. The
+    ``vllm_*`` fields only matter with ``use_vllm`` on a GPU: in ``server`` mode start
+    ``CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model <base>`` (not plain ``vllm serve``: TRL
+    pushes the merged adapter weights to it each step) and train on the other GPUs; in
+    ``colocate`` mode each training process runs vLLM beside the model on its own GPU.
+    """
+
+    num_generations: int = Field(
+        4, ge=2, description="completions per prompt, the GRPO group (paper: 8)"
+    )
+    epsilon: float = Field(0.2, gt=0, description="clip range of the probability ratio")
+    beta: float = Field(
+        0.04, ge=0, description="KL coefficient to the reference policy (paper: 0.04; TRL: 0)"
+    )
+    learning_rate: float = Field(
+        1e-4, gt=0, description="AdamW learning rate (paper: 1e-6 on a 7B model)"
+    )
+    epochs: float = Field(1.0, gt=0, description="passes over the prompts (paper: 3)")
+    loss_type: LossType = Field(
+        "grpo", description="TRL loss_type; the paper's GRPO is 'grpo' (TRL default: dapo)"
+    )
+    scale_rewards: ScaleRewards = Field("group", description="TRL scale_rewards")
+    lora_r: int = Field(16, ge=1, description="LoRA rank (paper: 16)")
+    lora_alpha: int = Field(32, ge=1, description="LoRA alpha")
+    max_completion_length: int | None = Field(
+        None,
+        ge=1,
+        description="new tokens per completion at most; null: sample.max_new_tokens, the one "
+        "limit of sampling, GRPO and play (paper: 512)",
+    )
+    temperature: float = Field(0.7, gt=0, description="sampling temperature (TRL: 1.0)")
+    top_p: float = Field(0.9, gt=0, le=1, description="nucleus sampling (TRL: 1.0)")
+    prompts_per_step: int = Field(1, ge=1, description="distinct prompts in one optimizer step")
+    micro_batch: int | None = Field(
+        None,
+        ge=1,
+        description="completions per forward and backward pass, the step's gradient summed "
+        "over them: the same step in less memory (a CPU: 1); null: the whole step at once",
+    )
+    share_prompts: bool = Field(
+        True,
+        description="compute each prompt once per group in the loss and reference forwards "
+        "(the completions packed after it as tree-masked branches: the same numbers, fewer "
+        "tokens); false: one row per completion, as TRL does",
+    )
+    seed: int = Field(0, description="seed of the LoRA init, prompt order and sampling")
+    variants: list[Variant] = Field(
+        default_factory=list,
+        description="other reward variants (score.variant) to train a Refiner on as well, on "
+        "the same instances, for the paper's ablation: each lands in models/refiner/GAME/"
+        "variants/V and is scored on the held-out instances; empty: none",
+    )
+    precision: Precision = Field(
+        "auto",
+        description="the policy's weights and compute: bfloat16 (mixed precision, the LoRA "
+        "weights float32) or float32; auto: bfloat16 on a GPU that has it and on a CPU that "
+        "computes it natively (AVX512-BF16, AMX: a step ~1.4x faster there), else float32",
+    )
+    generation: Generation = Field(
+        "trl",
+        description="trl: TRL samples the completions (transformers, or vLLM with use_vllm); "
+        "local: the project's KV-cached decoder samples them from the same policy (faster "
+        "on a CPU: each distinct prompt prefilled once)",
+    )
+    launch: Launch = Field(
+        "none",
+        description="none: train in the stage's process; accelerate: `accelerate launch` on "
+        "num_processes GPUs (data parallel); deepspeed: the same with DeepSpeed ZeRO (zero_stage)",
+    )
+    num_processes: int = Field(
+        1, ge=1, description="training processes (one per GPU) with launch accelerate|deepspeed"
+    )
+    zero_stage: ZeroStage = Field(
+        2,
+        description="DeepSpeed ZeRO stage with launch deepspeed: 2 (optimizer + gradients "
+        "sharded) or 3 (also the weights)",
+    )
+    accelerate_config: str | None = Field(
+        None,
+        description="an accelerate config file for launch accelerate|deepspeed; null: the "
+        "shipped configs/accelerate/multi_gpu.yaml or zero<zero_stage>.yaml",
+    )
+    use_vllm: bool = Field(False, description="generate the completions with vLLM (GPU)")
+    vllm_mode: VLLMMode = Field(
+        "server",
+        description="server: a `trl vllm-serve` server on other GPUs; colocate: vLLM inside "
+        "each training process, sharing its GPU",
+    )
+    vllm_server_base_url: str | None = Field(
+        None, description="URL of the `trl vllm-serve` server; null: TRL's http://0.0.0.0:8000"
+    )
+    vllm_server_timeout: float = Field(
+        240.0, gt=0, description="seconds to wait for the vLLM server at start"
+    )
+    vllm_gpu_memory_utilization: float = Field(
+        0.3, gt=0, le=1, description="colocate: the share of each GPU's memory vLLM may take"
+    )
+    vllm_tensor_parallel_size: int = Field(
+        1, ge=1, description="colocate: GPUs one vLLM engine spans; must divide num_processes"
+    )
+
+    @property
+    def completion_limit(self) -> int:
+        """The token limit of a completion: ``max_completion_length``, else the Refiner's
+        limit. The pipeline resolves null to ``sample.max_new_tokens`` before training
+        (``Params.refiner_sampling``); alone, the settings know only its default."""
+        return self.max_completion_length or REFINER_COMPLETION_LIMIT
+
+    @property
+    def completions_per_step(self) -> int:
+        """Completions in one optimizer step (one generation batch), over all processes."""
+        return self.prompts_per_step * self.num_generations
+
+    @property
+    def processes(self) -> int:
+        """Training processes: ``num_processes`` when launched, else this one."""
+        return 1 if self.launch == "none" else self.num_processes
+
+    @property
+    def completions_per_process(self) -> int:
+        """Completions of one optimizer step that each training process generates and trains on."""
+        return self.completions_per_step // self.processes
+
+    @property
+    def micro_steps(self) -> int:
+        """Forward and backward passes per optimizer step, in each process."""
+        return self.completions_per_process // (self.micro_batch or self.completions_per_process)
+
+    @model_validator(mode="after")
+    def _the_step_divides_evenly(self) -> GRPOSettings:
+        if self.completions_per_step % self.processes:
+            raise ValueError(
+                f"num_processes {self.processes} must divide the completions of a step "
+                f"(prompts_per_step x num_generations = {self.completions_per_step})"
+            )
+        if self.micro_batch and self.completions_per_process % self.micro_batch:
+            raise ValueError(
+                f"micro_batch {self.micro_batch} must divide the completions of a step "
+                + (
+                    f"(prompts_per_step x num_generations = {self.completions_per_step})"
+                    if self.processes == 1
+                    else f"in each process ({self.completions_per_process} with "
+                    f"num_processes {self.processes})"
+                )
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _variants_once(self) -> GRPOSettings:
+        if len(set(self.variants)) != len(self.variants):
+            raise ValueError(f"variants {self.variants}: each variant once")
+        return self
+
+    @model_validator(mode="after")
+    def _launch_and_vllm_agree(self) -> GRPOSettings:
+        if self.use_vllm and self.generation == "local":
+            raise ValueError("use_vllm generates through vLLM: set generation: trl with it")
+        if self.generation == "local" and self.launch == "deepspeed" and self.zero_stage == 3:
+            raise ValueError("ZeRO-3 shards the weights the local decoder reads: generation: trl")
+        if self.launch == "none" and self.num_processes > 1:
+            raise ValueError(
+                f"num_processes {self.num_processes} needs launch accelerate or deepspeed "
+                "(launch none trains in one process)"
+            )
+        if self.accelerate_config is not None:
+            if self.launch == "none":
+                raise ValueError("accelerate_config is read only with launch accelerate|deepspeed")
+            if not Path(self.accelerate_config).expanduser().is_file():
+                raise ValueError(f"accelerate_config {self.accelerate_config!r}: no such file")
+        colocated = self.use_vllm and self.vllm_mode == "colocate"
+        if colocated and self.processes % self.vllm_tensor_parallel_size:
+            raise ValueError(
+                f"vllm_tensor_parallel_size {self.vllm_tensor_parallel_size} must divide the "
+                f"training processes ({self.processes}) in vllm_mode colocate"
+            )
+        return self
+
+
+def expected_steps(n_prompts: int, settings: GRPOSettings) -> int:
+    """Optimizer steps of a run: whole steps per epoch, times epochs, rounded up (as HF does)."""
+    return math.ceil(settings.epochs * (n_prompts // settings.prompts_per_step))
+
+
+def machine_problem(settings: GRPOSettings, gpus: int) -> str | None:
+    """Why this machine, with ``gpus`` CUDA GPUs, cannot generate as ``settings`` ask (one
+    line), or None. Params load on any machine; this is checked where the training starts."""
+    if settings.use_vllm and not gpus:
+        return "grpo.use_vllm needs a CUDA GPU; this machine has none (set use_vllm: false)"
+    if settings.use_vllm and importlib.util.find_spec("vllm") is None:
+        return (
+            "grpo.use_vllm needs vllm installed beside TRL in this environment (in server "
+            "mode too: TRL sends the weights through it); see pyproject.toml's gpu extra"
+        )
+    if (
+        settings.precision == "bfloat16"
+        and gpus
+        and train_precision("auto", cuda=True) != "bfloat16"
+    ):
+        return "grpo.precision bfloat16: this GPU does not compute bfloat16 (set auto or float32)"
+    return None
+
+
+def train_precision(precision: Precision, cuda: bool) -> str:
+    """The precision ``precision`` trains in on this machine (a GPU when ``cuda``): 'auto'
+    is bfloat16 where it is computed natively (most GPUs; a CPU with AVX512-BF16 or AMX),
+    float32 elsewhere, where bfloat16 would be emulated and slower."""
+    if precision != "auto":
+        return precision
+    if cuda:
+        import torch
+
+        return "bfloat16" if torch.cuda.is_bf16_supported() else "float32"
+    from stackelberg.llm.local.loading import native_bf16
+
+    return "bfloat16" if native_bf16() else "float32"
