@@ -259,7 +259,9 @@ def main() -> None:
         + shape["candidate_tokens"]
         + shape["responses"] * shape["response_tokens"]
     )
-    print("\ncost model: GPU-hours per game at the paper's scale (estimates; docs/scaling.md, Cost model)")
+    print(
+        "\ncost model: GPU-hours per game at the paper's scale (estimates; docs/scaling.md, Cost model)"
+    )
     for key, rate in rates.items():
         print(f"  rate {key}: {rate:.4g} tokens/s per GPU ({sources[key]})")
     total = 0.0

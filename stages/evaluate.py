@@ -257,7 +257,8 @@ def tournaments(ctx, part: slice, routes: dict | None = None) -> dict:
 def finish(ctx, results) -> dict:
     import mlflow
 
-    from stackelberg.training.prompt_rewards import step_prompt_rewards
+    from stackelberg.evaluation.training_curve import gain_over_baseline
+    from stackelberg.training.prompt_rewards import step_prompt_reward_map, step_prompt_rewards
 
     p = ctx.section
     reward = results[0]  # the first item's: the held-out reward (and the first tables)
@@ -268,6 +269,9 @@ def finish(ctx, results) -> dict:
     write_viewer_pages(ctx, entries)
     trained = json.loads((ctx.path("grpo") / TRAIN_HISTORY).read_text())
     prompt_rewards = step_prompt_rewards(trained)  # None: trained before they were kept
+    by_prompt = step_prompt_reward_map(trained)
+    baselines = untrained_baselines(ctx)
+    gains = gain_over_baseline(by_prompt, baselines) if by_prompt and baselines else None
     metrics = game_metrics(
         records,
         reward["before"],
@@ -277,6 +281,7 @@ def finish(ctx, results) -> dict:
         game=ctx.game,
         refiner_outputs=refiner_outputs(ctx, reward, trained, records),
         step_rewards=prompt_rewards,
+        step_gains=gains,
     )
     if reward.get("scored"):
         metrics["held_out"] = held_out_details(
@@ -300,6 +305,16 @@ def finish(ctx, results) -> dict:
         "reward_before": (r.get("before") or {}).get("estimate", float("nan")),
         "reward_after": (r.get("after") or {}).get("estimate", float("nan")),
     }
+
+
+def untrained_baselines(ctx) -> dict[str, float]:
+    """Each train instance's baseline for the training gain (``training_curve``): the mean
+    reward of the untrained Refiner's candidates on it (the score stage's refiner rows)."""
+    import polars as pl
+
+    scores = read_dataset(ctx.path("score"), "scores").filter(pl.col("source") == "refiner")
+    means = scores.group_by("instance_id").agg(pl.col("reward").mean())
+    return {str(k): float(v) for k, v in means.iter_rows()}
 
 
 def write_viewer_pages(ctx, entries: list) -> None:

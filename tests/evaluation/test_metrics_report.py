@@ -286,10 +286,13 @@ def test_metrics_name_their_game_without_tournament_records():
     assert m["game"] == "onuw" and m["conditions"] == {} and m["reward"]["before"]["n"] == 2
 
 
-def with_training(game: str, rise: dict | None) -> dict:
-    """A game's metrics with no tournament and no held-out reward, only the training's rise."""
+def with_training(game: str, rise: dict | None, gain: dict | None = None) -> dict:
+    """A game's metrics with no tournament and no held-out reward, only the training's rise
+    (and its gain over the prompts' untrained baselines)."""
     m = game_metrics([], game=game)
     m["training"] = None if rise is None else {"reward_rise": rise}
+    if gain is not None:
+        m["training"]["reward_gain"] = gain
     return m
 
 
@@ -315,14 +318,17 @@ FEW = {
 
 
 def test_the_training_table_puts_each_number_in_its_cell():
+    gain = RISE | {"estimate": 0.2, "ci": [-0.05, 0.45], "first": 0.01, "last": 0.21}
+    gain |= {"significant": False, "verdict": "no clear change"}
     by_game = {
-        "onuw": with_training("onuw", RISE),
+        "onuw": with_training("onuw", RISE, gain),
         "avalon": with_training("avalon", FEW),
         "werewolf": with_training("werewolf", None),  # no prompt rewards kept: no row
     }
     table = training_table(by_game)
     assert table.headers == [
         "game",
+        "measure",
         "steps",
         "first 20%",
         "last 20%",
@@ -330,14 +336,18 @@ def test_the_training_table_puts_each_number_in_its_cell():
         "prompts",
         "verdict",
     ]
+    gained = "reward - untrained, same prompt"
     assert table.rows == [
-        ["onuw", "40", "-0.400", "-0.090", "+0.310 [0.125, 0.500]", "16 / 12", "rises"],
-        ["avalon", "1", "-", "-", "-", "-", "too few steps (1 < 2)"],
+        ["onuw", "reward", "40", "-0.400", "-0.090", "+0.310 [0.125, 0.500]", "16 / 12", "rises"],
+        ["onuw", gained, "40", "0.010", "0.210", "+0.200 [-0.050, 0.450]", "16 / 12"]
+        + ["no clear change"],
+        ["avalon", "reward", "1", "-", "-", "-", "-", "too few steps (1 < 2)"],
     ]
     md = squeeze(markdown_report(by_game))
     assert "### GRPO training reward: last 20% of steps vs first 20%" in md
-    assert "| onuw | 40 | -0.400 | -0.090 | +0.310 [0.125, 0.500] | 16 / 12 | rises |" in md
-    assert "onuw 40 -0.400 -0.090 +0.310 [0.125, 0.500] 16 / 12 rises" in squeeze(
+    row = "| onuw | reward | 40 | -0.400 | -0.090 | +0.310 [0.125, 0.500] | 16 / 12 | rises |"
+    assert row in md
+    assert "onuw reward 40 -0.400 -0.090 +0.310 [0.125, 0.500] 16 / 12 rises" in squeeze(
         terminal_report(by_game)
     )
 

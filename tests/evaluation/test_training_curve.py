@@ -15,7 +15,7 @@ from stackelberg.evaluation.metrics import (
     mlflow_metrics,
     training_summary,
 )
-from stackelberg.evaluation.training_curve import reward_rise, window_steps
+from stackelberg.evaluation.training_curve import gain_over_baseline, reward_rise, window_steps
 
 # Ten steps of five prompts: a window is two steps, ten prompts (MIN_UNITS, enough to judge).
 NOISE = [-0.2, 0.1, 0.0, 0.2, -0.1]
@@ -113,3 +113,51 @@ def test_the_rise_lands_in_metrics_json_and_mlflow():
     assert game_metrics([], game="onuw")["training"] is None  # no prompt rewards kept
     few = mlflow_metrics(game_metrics([], game="onuw", step_rewards={1: [0.3]}))
     assert not [k for k in few if k.startswith("training/")]
+
+
+# Ten steps, each of two prompts of very different difficulty, every prompt visited in the
+# first and the last window; each gains 0.05 a step over its untrained baseline, with noise.
+HARD = {f"hard{i}": -2.0 + 0.1 * i for i in range(10)}
+EASY = {f"easy{i}": 2.0 + 0.1 * i for i in range(10)}
+BASELINES = HARD | EASY
+WOBBLE = [0.04, -0.03, 0.02, -0.05, 0.01, 0.03, -0.02, 0.05, -0.04, -0.01]
+
+
+def by_prompt_run(order: list[list[str]]) -> dict[int, dict[str, float]]:
+    """Step -> its prompts' rewards: each prompt at its baseline plus 0.05 a step."""
+    return {
+        s: {k: BASELINES[k] + 0.05 * s + WOBBLE[(s + i) % 10] for i, k in enumerate(prompts)}
+        for s, prompts in enumerate(order, 1)
+    }
+
+
+def test_the_gain_sees_a_rise_that_prompt_difficulty_hides_from_the_raw_rise():
+    # The first window (steps 1-2) draws the easy prompts, the last (9-10) the hard ones,
+    # ten each: the raw reward falls while every prompt gains.
+    easy, hard = list(EASY), list(HARD)
+    order = [easy[:5], easy[5:]] + [hard[i : i + 3] + easy[i : i + 2] for i in range(6)]
+    order += [hard[:5], hard[5:]]
+    run = by_prompt_run(order)
+    raw = {s: list(r.values()) for s, r in run.items()}
+    gains = gain_over_baseline(run, BASELINES)
+    summary = training_summary(raw, resamples=1000, step_gains=gains)
+    assert summary["reward_rise"]["verdict"] == FALLS
+    gain = summary["reward_gain"]
+    assert gain["estimate"] == pytest.approx(0.05 * (9.5 - 1.5), abs=0.02)
+    assert gain["ci"][0] > 0 and gain["verdict"] == RISES
+
+
+def test_the_gain_leaves_out_prompts_without_a_baseline_and_lands_in_mlflow():
+    run = {s: {"a": 1.0 + s, "b": 2.0, "nobase": 9.0} for s in range(1, 11)}
+    gains = gain_over_baseline(run, {"a": 1.0, "b": 2.0})
+    assert gains[1] == [1.0, 0.0] and gains[10] == [10.0, 0.0]
+    raw = {s: list(r.values()) for s, r in run.items()}
+    m = game_metrics([], game="onuw", step_rewards=raw, step_gains=gains, resamples=200)
+    flat = mlflow_metrics(m)
+    assert flat["training/onuw/reward_gain"] == pytest.approx(
+        m["training"]["reward_gain"]["estimate"]
+    )
+    assert [flat[f"training/onuw/reward_gain_{e}"] for e in ("low", "high")] == m["training"][
+        "reward_gain"
+    ]["ci"]
+    assert "reward_gain" not in game_metrics([], game="onuw", step_rewards=raw)["training"]

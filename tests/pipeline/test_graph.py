@@ -139,8 +139,9 @@ def project(tmp_path, monkeypatch):
         ("grpo", "data/intents/onuw.parquet", "data/selfplay/onuw.parquet"),
         ("grpo", "configs/accelerate/zero3.yaml", "data/intents/werewolf.parquet"),
         # evaluate reads the sample stage's candidates (an earlier copy of the graph left
-        # them out)
-        ("evaluate", "data/candidates/onuw.parquet", "data/scores/onuw.parquet"),
+        # them out), and no game's but its own
+        ("evaluate", "data/candidates/onuw.parquet", "data/scores/werewolf.parquet"),
+        ("evaluate", "data/scores/onuw.parquet", "data/selfplay/onuw.parquet"),
         ("select", "data/selfplay/onuw.parquet", "README.md"),
     ],
 )

@@ -413,7 +413,11 @@ def test_train_history_rates():
         {"step": 1, CLIPPED_RATIO: 0.5, PARSE_RATE: 0.25},
         {"step": 2, CLIPPED_RATIO: 0.0, PARSE_RATE: 0.75},
     ]
-    assert train_history_rates(history, 4) == {"completions": 8, "ended_rate": 0.75, "parse_rate": 0.5}
+    assert train_history_rates(history, 4) == {
+        "completions": 8,
+        "ended_rate": 0.75,
+        "parse_rate": 0.5,
+    }
     empty = train_history_rates([], 4)
     assert empty["completions"] == 0 and math.isnan(empty["ended_rate"])
 

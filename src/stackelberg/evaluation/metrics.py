@@ -31,7 +31,8 @@ Layout of ``reports/{game}/metrics.json``::
      "training": {"reward_rise": {        # GRPO's prompt rewards, last 20% of steps - first
        "estimate": 0.31, "ci": [0.12, 0.5], "first": -0.4, "last": -0.09,
        "n_first": 16, "n_last": 16, "steps": 40, "window_steps": 8,
-       "significant": true, "verdict": "rises"}}}
+       "significant": true, "verdict": "rises"},
+      "reward_gain": {...the same keys...}}}  # each prompt's reward less its baseline
 
 A scored game (its GameSpec has ``dimensions``: Sotopia) has no winners to count: its
 ``conditions`` and ``paired`` are empty, and ``scores`` holds, per condition and dimension,
@@ -58,6 +59,9 @@ the prompts' rewards (each the mean of its GRPO group) in the last 20% of steps 
 first 20%, a bootstrap 95% interval resampling each window's prompts, and a verdict: rises or
 falls when the interval excludes 0, "no clear change" when it does not, too few to conclude
 below ``MIN_UNITS`` prompts in a window, and too few steps (``estimate`` null) below two.
+``reward_gain`` (given the untrained Refiner's scores): the same with each prompt's reward
+less its baseline, the untrained candidates' mean reward on that instance, so that the
+windows compare gains, not which prompts fell in them (``training_curve``).
 ``training`` is null when no prompt rewards were given (a run trained before they were kept).
 """
 
@@ -276,10 +280,12 @@ def game_metrics(
     game: str | None = None,
     refiner_outputs: Mapping[str, Mapping[str, float]] | None = None,
     step_rewards: Mapping[int, Sequence[float]] | None = None,
+    step_gains: Mapping[int, Sequence[float]] | None = None,
 ) -> dict[str, Any]:
     """The metrics.json content of one game (see the module docstring); ``game`` names it
     when there are no tournament records to take the name from; ``step_rewards`` are GRPO's
-    prompt rewards by step (``training.prompt_rewards.step_prompt_rewards``)."""
+    prompt rewards by step (``training.prompt_rewards.step_prompt_rewards``), ``step_gains``
+    the same less each prompt's untrained baseline (``training_curve.gain_over_baseline``)."""
     games = {r["game"] for r in records} | ({game} if game else set())
     if len(games) > 1:
         raise ValueError(f"game_metrics: records of several games: {sorted(games)}")
@@ -302,35 +308,48 @@ def game_metrics(
         **scored,
         "reward": reward_summary(reward_before, reward_after, resamples=resamples, seed=seed),
         "refiner_outputs": refiner_output_rates(refiner_outputs),
-        "training": training_summary(step_rewards, resamples, seed),
+        "training": training_summary(step_rewards, resamples, seed, step_gains),
     }
 
 
 def training_summary(
-    step_rewards: Mapping[int, Sequence[float]] | None, resamples: int = 2000, seed: int = 0
+    step_rewards: Mapping[int, Sequence[float]] | None,
+    resamples: int = 2000,
+    seed: int = 0,
+    step_gains: Mapping[int, Sequence[float]] | None = None,
 ) -> dict[str, Any] | None:
-    """The ``training`` entry (module docstring): the reward's rise over the GRPO run, with
-    the same verdict rule as the held-out reward (``verdict``) in words fit for a curve."""
+    """The ``training`` entry (module docstring): the reward's rise over the GRPO run and,
+    given ``step_gains`` (``training_curve.gain_over_baseline``), the rise of each prompt's
+    reward over its untrained baseline, with the same verdict rule as the held-out reward
+    (``verdict``) in words fit for a curve."""
     if step_rewards is None:
         return None
+    out = {"reward_rise": _rise_entry(step_rewards, resamples, seed)}
+    if step_gains is not None:
+        out["reward_gain"] = _rise_entry(step_gains, resamples, seed)
+    return out
+
+
+def _rise_entry(
+    step_rewards: Mapping[int, Sequence[float]], resamples: int, seed: int
+) -> dict[str, Any]:
+    """One window comparison of ``training_summary`` with its verdict."""
     rise = reward_rise(step_rewards, resamples=resamples, seed=seed)
     if rise is None:
         n = len(step_rewards)
         return {
-            "reward_rise": {
-                "estimate": None,
-                "ci": None,
-                "steps": n,
-                "significant": False,
-                "verdict": f"too few steps ({n} < {MIN_STEPS})",
-            }
+            "estimate": None,
+            "ci": None,
+            "steps": n,
+            "significant": False,
+            "verdict": f"too few steps ({n} < {MIN_STEPS})",
         }
     significant, words = verdict(rise.diff)
     if significant:
         words = RISES if rise.diff.estimate > 0 else FALLS
     elif words == NOT_SIGNIFICANT:
         words = NO_CLEAR_CHANGE
-    return {"reward_rise": {**rise.to_dict(), "significant": significant, "verdict": words}}
+    return {**rise.to_dict(), "significant": significant, "verdict": words}
 
 
 def _tested_scores(record: Record, dimension: str) -> float | None:
@@ -462,7 +481,7 @@ def mlflow_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
     ``refiner/game/run/{ended_rate,parse_rate}``, the training reward's rise
     held-out details ``held_out/game/...`` (``held_out.held_out_mlflow``),
     ``training/game/{reward_rise,reward_rise_low,reward_rise_high,reward_first,reward_last,
-    steps}``. ``ablation_from_mlflow`` reads these names.
+    steps,reward_gain,reward_gain_low,reward_gain_high}``. ``ablation_from_mlflow`` reads these names.
     """
     game = metrics["game"]
     out: dict[str, float] = {}
@@ -514,6 +533,11 @@ def mlflow_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
         out[f"{stem}/reward_first"] = float(rise["first"])
         out[f"{stem}/reward_last"] = float(rise["last"])
         out[f"{stem}/steps"] = float(rise["steps"])
+    gain = (metrics.get("training") or {}).get("reward_gain") or {}
+    if gain.get("estimate") is not None:
+        stem = f"training/{game}"
+        out[f"{stem}/reward_gain"] = float(gain["estimate"])
+        out[f"{stem}/reward_gain_low"], out[f"{stem}/reward_gain_high"] = map(float, gain["ci"])
     out |= held_out_mlflow(game, metrics.get("held_out") or {})
     return out
 

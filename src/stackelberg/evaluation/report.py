@@ -212,37 +212,60 @@ def reward_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable:
     )
 
 
+#: metrics.json's training entries, each a row of the training table
+TRAINING_MEASURES = {
+    "reward_rise": "reward",
+    "reward_gain": "reward - untrained, same prompt",
+}
+
+
 def training_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable:
-    """Per game, the GRPO run's reward rise (metrics.json's ``training.reward_rise``): the
-    evidence that training raised the reward, beside the held-out check. Games without it
-    (metrics written before it was measured) have no row."""
+    """Per game, the GRPO run's reward rise (metrics.json's ``training.reward_rise``) and
+    the rise of its gain over each prompt's untrained baseline (``training.reward_gain``):
+    the evidence that training raised the reward, beside the held-out check. Games without
+    them (metrics written before they were measured) have no row."""
     share = f"{WINDOW_SHARE:.0%}"
     rows = []
     for game, m in metrics_by_game.items():
-        rise = (m.get("training") or {}).get("reward_rise")
-        if not rise:
-            continue
-        if rise.get("estimate") is None:  # too few steps to compare
-            rows.append([game, str(rise["steps"]), "-", "-", "-", "-", rise["verdict"]])
-            continue
-        rows.append(
-            [
-                game,
-                str(rise["steps"]),
-                f"{rise['first']:.3f}",
-                f"{rise['last']:.3f}",
-                diff_cell(rise["estimate"], rise["ci"], scale=1.0, digits=3),
-                f"{rise['n_first']} / {rise['n_last']}",
-                rise["verdict"],
-            ]
-        )
+        for key, measure in TRAINING_MEASURES.items():
+            rise = (m.get("training") or {}).get(key)
+            if not rise:
+                continue
+            if rise.get("estimate") is None:  # too few steps to compare
+                rows.append(
+                    [game, measure, str(rise["steps"]), "-", "-", "-", "-", rise["verdict"]]
+                )
+                continue
+            rows.append(
+                [
+                    game,
+                    measure,
+                    str(rise["steps"]),
+                    f"{rise['first']:.3f}",
+                    f"{rise['last']:.3f}",
+                    diff_cell(rise["estimate"], rise["ci"], scale=1.0, digits=3),
+                    f"{rise['n_first']} / {rise['n_last']}",
+                    rise["verdict"],
+                ]
+            )
     return TextTable(
         f"GRPO training reward: last {share} of steps vs first {share}",
-        ["game", "steps", f"first {share}", f"last {share}", "diff [95% CI]", "prompts", "verdict"],
+        [
+            "game",
+            "measure",
+            "steps",
+            f"first {share}",
+            f"last {share}",
+            "diff [95% CI]",
+            "prompts",
+            "verdict",
+        ],
         rows,
         "Mean Measurer reward of the prompts in each window (a prompt: the mean of its GRPO "
-        "group); CI: bootstrap resampling each window's prompts (first / last: their count). "
-        "rises / falls: the interval excludes 0.",
+        "group); 'reward - untrained': each prompt's reward less the mean reward of the "
+        "untrained Refiner's candidates on it (prompts differ in difficulty far more than "
+        "training moves one). CI: bootstrap resampling each window's prompts (first / last: "
+        "their count). rises / falls: the interval excludes 0.",
     )
 
 

@@ -67,9 +67,20 @@ def step_prompt_rewards(summary: Mapping[str, Any]) -> dict[int, list[float]] | 
     return dict(sorted(by_step.items()))
 
 
+def step_prompt_reward_map(summary: Mapping[str, Any]) -> dict[int, dict[str, float]] | None:
+    """As ``step_prompt_rewards``, each step's rewards keyed by their prompt (instance id),
+    so that a prompt's reward can be set against that prompt's own baseline."""
+    log = summary.get(PROMPT_REWARDS)
+    if log is None:
+        return None
+    by_step = {int(e["step"]): {str(k): float(v) for k, v in e["rewards"].items()} for e in log}
+    return dict(sorted(by_step.items()))
+
+
 __all__ = [
     "PROMPT_REWARDS",
     "prompt_reward_log",
     "prompt_reward_records",
+    "step_prompt_reward_map",
     "step_prompt_rewards",
 ]
