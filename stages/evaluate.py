@@ -270,8 +270,7 @@ def finish(ctx, results) -> dict:
     trained = json.loads((ctx.path("grpo") / TRAIN_HISTORY).read_text())
     prompt_rewards = step_prompt_rewards(trained)  # None: trained before they were kept
     by_prompt = step_prompt_reward_map(trained)
-    baselines = untrained_baselines(ctx)
-    gains = gain_over_baseline(by_prompt, baselines) if by_prompt and baselines else None
+    gains = gain_over_baseline(by_prompt, untrained_baselines(ctx)) if by_prompt else None
     metrics = game_metrics(
         records,
         reward["before"],

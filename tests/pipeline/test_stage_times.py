@@ -54,7 +54,7 @@ def test_stage_subflows_send_no_heartbeats_of_their_own():
     from prefect import flow
     from prefect.settings import get_current_settings
 
-    from flows.pipeline import no_subflow_heartbeats
+    from flows.stage import no_heartbeats
 
     @flow
     def stage_like() -> int | None:
@@ -62,7 +62,7 @@ def test_stage_subflows_send_no_heartbeats_of_their_own():
 
     @flow
     def pipeline_like() -> tuple[int | None, int | None]:
-        with no_subflow_heartbeats():
+        with no_heartbeats():
             inside = stage_like()
         return inside, get_current_settings().flows.heartbeat_frequency
 
