@@ -30,14 +30,13 @@ from pathlib import Path
 
 import torch
 from generate import prompt as chat_prompt
-from grpo_step import run_steps
 from scoring import JOINER, PAPER_SHAPE, paper_instance, scored_tokens
-from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, Qwen2Config
 
 from stackelberg.llm import make_llm
 from stackelberg.llm.embedded import ensure_checkpoint
-from stackelberg.training.grpo_settings import GRPOSettings
-from stackelberg.training.launch import launch_command
+
+# transformers and TRL (grpo_step, stackelberg.training) are imported where they are used:
+# without a GPU the check refuses at once, after importing torch alone
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,6 +69,8 @@ class Row:
 def tiny_model(folder: Path, hidden: int = 256, layers: int = 2) -> int:
     """Save a random-weight Qwen2 causal LM (with the embedded model's tokenizer) in
     ``folder``; return its parameter count."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2Config
+
     tokenizer = AutoTokenizer.from_pretrained(ensure_checkpoint())
     config = Qwen2Config(
         vocab_size=len(tokenizer),
@@ -94,6 +95,7 @@ def tiny_model(folder: Path, hidden: int = 256, layers: int = 2) -> int:
 def parameter_count(model: str) -> int:
     """Parameters of a checkpoint, counted on its config without loading the weights."""
     from accelerate import init_empty_weights
+    from transformers import AutoConfig, AutoModelForCausalLM
 
     with init_empty_weights():
         empty = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(model))
@@ -103,6 +105,11 @@ def parameter_count(model: str) -> int:
 
 def grpo_row(model: str, dry_run: bool, gpus: int, shape: dict) -> Row:
     """One GRPO step: in this process on a dry run, else under ``accelerate launch``."""
+    from grpo_step import run_steps
+
+    from stackelberg.training.grpo_settings import GRPOSettings
+    from stackelberg.training.launch import launch_command
+
     if dry_run:
         measured = run_steps(model, steps=1, **shape)
     else:

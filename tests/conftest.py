@@ -4,6 +4,7 @@ slow, and a test not marked slow that does fails, saying so."""
 from __future__ import annotations
 
 import functools
+import gc
 import importlib.abc
 import os
 import sys
@@ -160,13 +161,60 @@ sys.meta_path.insert(0, _GuardLoadersOnImport())
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """A test not marked slow, with its fixtures' setup and teardown, may load no model."""
+    """A test not marked slow, with its fixtures' setup and teardown, may load no model; and
+    it runs torch on one thread: its tensors are tiny, so a second thread only spins, or
+    waits on a descheduled core when the machine is busy (~10x slower: llm/local/threads.py)."""
     global _running_fast_test
     _running_fast_test = item.get_closest_marker("slow") is None
+    torch = sys.modules.get("torch") if _running_fast_test else None
+    threads = torch.get_num_threads() if torch is not None else 1
+    if threads != 1:
+        torch.set_num_threads(1)
     try:
         return (yield)
     finally:
         _running_fast_test = False
+        if threads != 1:
+            torch.set_num_threads(threads)
+
+
+#: whether what a test file leaves alive is frozen after it: in a run without slow tests
+_freeze_after_each_file = False
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session):
+    """Collect with the cycle collector off, then freeze what the imports built (torch,
+    transformers, Prefect: about 700k objects), as flows/context.py's ``freeze_libraries``
+    does for a stage: importing makes next to no garbage, and each full collection after it
+    then skips the libraries (milliseconds instead of about half a second a pass)."""
+    global _freeze_after_each_file
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.collect()
+        gc.freeze()
+        if enabled:
+            gc.enable()
+        items = getattr(session, "items", ())
+        _freeze_after_each_file = not any(item.get_closest_marker("slow") for item in items)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Freeze what a test file leaves alive (a library it imported: the Anthropic SDK's
+    pydantic models alone cost about 0.1 s a full collection), so the collections of the
+    files after it pass over their own objects. Only in a run without slow tests: a model
+    that a slow test leaves in a cache would stay in memory once dropped (a frozen cycle is
+    never collected)."""
+    try:
+        return (yield)
+    finally:
+        if _freeze_after_each_file and (nextitem is None or nextitem.path != item.path):
+            gc.collect()
+            gc.freeze()
 
 
 # Property tests draw the same examples on every run, so CI cannot fail by chance;

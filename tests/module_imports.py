@@ -4,6 +4,7 @@ the walk that keeps dvc.yaml's deps complete and the library's layers in order."
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,6 +33,13 @@ BY_NAME = 'importlib.import_module(f"{__name__}.'
 
 def imported(path: Path) -> list[str]:
     """Project modules that ``path`` imports anywhere (also inside functions)."""
+    return list(_imported(path))
+
+
+@functools.cache
+def _imported(path: Path) -> tuple[str, ...]:
+    """``imported``, each file read once a run: the walks of every stage and of the layers
+    pass over the same files again and again."""
     rel = path.relative_to(SRC if path.is_relative_to(SRC) else ROOT).with_suffix("")
     package = list(rel.parts[:-1])
     out: list[str] = []
@@ -49,4 +57,4 @@ def imported(path: Path) -> list[str]:
             for alias in node.names:  # `from pkg import submodule` runs the submodule
                 sub = f"{mod}.{alias.name}"
                 out.append(sub if module_file(sub) not in (None, module_file(mod)) else mod)
-    return out
+    return tuple(out)

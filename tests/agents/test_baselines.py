@@ -5,6 +5,8 @@ game on the embedded model."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 from llm.counting import Counting
 from record_checks import check_record, rule_check
@@ -106,6 +108,13 @@ def play(kind: str, game_name: str, llm, choice: str, seed: int = 1):
 CASES = [(kind, game) for kind, games in BASELINES.items() for game in games]
 
 
+@pytest.fixture(scope="module")
+def game_of(api):
+    """``play``'s game of (kind, game, choice) on seed 1, played once for every test that
+    reads it (each only reads the record, the table and the calls)."""
+    return functools.cache(lambda kind, game_name, choice: play(kind, game_name, api, choice))
+
+
 def home(kind: str) -> str:
     """The game a kind's single-game tests play: ONUW where it plays it, else its own."""
     return "onuw" if "onuw" in BASELINES[kind] else BASELINES[kind][0]
@@ -113,8 +122,8 @@ def home(kind: str) -> str:
 
 @pytest.mark.parametrize("choice", ["generate", "score"])
 @pytest.mark.parametrize(("kind", "game_name"), CASES)
-def test_a_game_is_legal_and_each_decision_takes_its_steps(api, kind, game_name, choice):
-    record, _, calls = play(kind, game_name, api, choice)
+def test_a_game_is_legal_and_each_decision_takes_its_steps(game_of, kind, game_name, choice):
+    record, _, calls = game_of(kind, game_name, choice)
     check_record(record, game_name)
     rule_check(record)
     assert {p["agent"] for p in record["players"][::2]} == {kind}
@@ -130,9 +139,9 @@ def test_a_game_is_legal_and_each_decision_takes_its_steps(api, kind, game_name,
 
 
 @pytest.mark.parametrize("kind", list(BASELINES))
-def test_scored_options_play_a_legal_game_with_the_same_steps(api, kind):
+def test_scored_options_play_a_legal_game_with_the_same_steps(game_of, kind):
     game_name = home(kind)
-    record, _, calls = play(kind, game_name, api, "score", seed=2)
+    record, _, calls = game_of(kind, game_name, "score")
     check_record(record, game_name)
     rule_check(record)
     assert all(p["choice"] == "score" for p in record["players"][::2])
@@ -145,8 +154,8 @@ def test_scored_options_play_a_legal_game_with_the_same_steps(api, kind):
 
 
 @pytest.mark.parametrize("kind", list(BASELINES))
-def test_reasoning_is_private_to_its_player_and_read_by_no_prompt(api, kind):
-    record, table, _ = play(kind, home(kind), api, "generate", seed=3)
+def test_reasoning_is_private_to_its_player_and_read_by_no_prompt(game_of, kind):
+    record, table, _ = game_of(kind, home(kind), "generate")
     game = table.game
     notes = [e for e in game.events if e.type == "reasoning"]
     assert notes

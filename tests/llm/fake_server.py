@@ -114,6 +114,11 @@ class FakeServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            # keep-alive, as vLLM's server: a connection (and a thread here) per client
+            # connection, not per request; without Nagle's delay between headers and body
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
             def log_message(self, *args: object) -> None:
                 pass
 
@@ -146,7 +151,7 @@ class FakeServer:
                     server.max_inflight = max(server.max_inflight, server.inflight)
                     queue = server.faults.get(self.path, [])
                     fault = queue.pop(0) if queue else None
-                text = json.dumps(body)
+                text = json.dumps(body) if server.poison else ""
                 for marker, f in server.poison.items():
                     if marker in text:
                         fault = f
