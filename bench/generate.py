@@ -37,7 +37,9 @@ def main() -> None:
     parser.add_argument("--model", default="embedded")
     parser.add_argument("--batches", default="1,8,32")
     parser.add_argument("--dtype", default="auto", help="auto (float32 on CPU) | int8 | ...")
-    parser.add_argument("--threads", type=int, default=None, help="default: the free cores")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="default: the machine's cores; 0: the free cores"
+    )
     parser.add_argument("--adapter", default=None, help="a trained Refiner (LoRA) beside the model")
     args = parser.parse_args()
     llm = make_llm(

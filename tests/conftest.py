@@ -170,12 +170,19 @@ def pytest_runtest_protocol(item, nextitem):
     threads = torch.get_num_threads() if torch is not None else 1
     if threads != 1:
         torch.set_num_threads(1)
+    omp = os.environ.get("OMP_NUM_THREADS")
+    if _running_fast_test:  # a local backend's default count (llm/local/threads.py)
+        os.environ["OMP_NUM_THREADS"] = "1"
     try:
         return (yield)
     finally:
         _running_fast_test = False
         if threads != 1:
             torch.set_num_threads(threads)
+        if omp is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = omp
 
 
 #: whether what a test file leaves alive is frozen after it: in a run without slow tests

@@ -1,4 +1,6 @@
-"""The torch thread count follows cores that other processes keep busy, not a burst."""
+"""The torch thread count is the settings' (the machine's cores unless configured; the cores
+that other processes leave free, not a burst, when asked), and a backend's numbers do not
+follow the count earlier work left."""
 
 from __future__ import annotations
 
@@ -7,8 +9,12 @@ import threading
 
 import pytest
 import torch
+from tokenizers import Tokenizer
+from tokenizers.models import WordLevel
+from tokenizers.pre_tokenizers import WhitespaceSplit
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from stackelberg.llm.local import threads
+from stackelberg.llm.local import LocalBackend, threads
 
 
 @pytest.fixture(autouse=True)
@@ -28,14 +34,14 @@ def _windows(monkeypatch, busy: list[float]) -> list[float]:
 
 def test_a_burst_in_one_window_keeps_every_core(monkeypatch):
     left = _windows(monkeypatch, [1.0, 0.0, 1.0])
-    threads.set_threads(None)
+    assert threads.set_threads(0) == 2  # 0: the free cores
     assert torch.get_num_threads() == 2
     assert left == [1.0]  # the quiet window ended the sampling
 
 
 def test_a_core_busy_in_every_window_is_left_alone(monkeypatch):
     left = _windows(monkeypatch, [1.0, 0.9, 1.0])
-    threads.set_threads(None)
+    threads.set_threads(0)
     assert torch.get_num_threads() == 1
     assert left == []
 
@@ -46,12 +52,55 @@ def test_a_configured_count_is_taken_as_given(monkeypatch):
     assert torch.get_num_threads() == 2
 
 
-def test_busy_cores_elsewhere_leaves_out_this_process():
-    # 100 ticks on 2 cores: 150 busy, 100 of them this process's: 0.5 cores elsewhere
-    assert threads.busy_cores_elsewhere((0, 0, 0), (200, 150, 100), 2) == pytest.approx(0.5)
+def test_without_a_configured_count_the_machines_cores_however_busy_the_machine(monkeypatch):
+    left = _windows(monkeypatch, [3.0, 3.0, 3.0])  # every core busy elsewhere
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    assert threads.set_threads(None) == 3
+    assert torch.get_num_threads() == 3
+    assert left == [3.0, 3.0, 3.0]  # the load is not even looked at
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert threads.set_threads(None) == 2
 
 
-def test_a_background_lane_and_its_caller_share_the_threads_until_one_is_done():
+def _checkpoint(folder) -> None:
+    """A two-layer float32 Llama with a word-level tokenizer: a checkpoint in milliseconds."""
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=16, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+    )  # fmt: skip
+    LlamaForCausalLM(config).to(torch.float32).save_pretrained(folder)
+    words = Tokenizer(WordLevel({f"w{i}": i for i in range(16)}, unk_token="w0"))
+    words.pre_tokenizer = WhitespaceSplit()
+    PreTrainedTokenizerFast(tokenizer_object=words).save_pretrained(folder)
+
+
+def test_a_backend_computes_on_its_own_count_whatever_earlier_work_left(tmp_path, monkeypatch):
+    # torch's float32 kernels give other numbers on another thread count, and in one process
+    # an earlier stage, another backend or a lane may leave torch on another count: the
+    # evaluate stage's held-out candidates of a pipeline run were not those of the same
+    # stage run alone.
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    monkeypatch.setenv("STACKELBERG_CACHE_DIR", str(tmp_path / "cache"))
+    _checkpoint(tmp_path / "ckpt")
+    # no response cache: every call computes; both backends run one loaded copy
+    backends = {n: LocalBackend(str(tmp_path / "ckpt"), threads=n) for n in (None, 2)}
+    counts: list[int] = []
+    decoder = backends[None].lm.base_model  # what the backend runs (hf_internals.DecoderCall)
+    decoder.register_forward_pre_hook(lambda *_: counts.append(torch.get_num_threads()))
+    seen: dict[int | None, set[int]] = {}
+    for left in (2, 1, 3):
+        for configured, llm in backends.items():
+            torch.set_num_threads(left)
+            counts.clear()
+            llm.generate(["w1 w2 w3"], n=2, seed=0, max_new_tokens=3)
+            llm.score_nested("w1 w2", [" w3"], [" w4"])
+            seen.setdefault(configured, set()).update(counts)
+    assert seen == {None: {3}, 2: {2}}  # the machine's cores unless configured
+
+
+def test_a_background_lane_and_its_caller_keep_their_shares_until_the_lane_ends():
     torch.set_num_threads(2)
     caller_done = threading.Event()
     seen = []
@@ -59,7 +108,7 @@ def test_a_background_lane_and_its_caller_share_the_threads_until_one_is_done():
     def work(x):
         seen.append(torch.get_num_threads())
         caller_done.wait(timeout=60)
-        threads.pace()  # as the local backend does before each forward pass
+        threads.pace(2)  # as a backend of two threads does before each forward pass
         seen.append(torch.get_num_threads())
         return x + 1
 
@@ -67,20 +116,23 @@ def test_a_background_lane_and_its_caller_share_the_threads_until_one_is_done():
         assert torch.get_num_threads() == 1
     caller_done.set()
     assert lane.join() == 42
-    assert seen == [1, 2]  # one thread beside the caller, both once the caller was done
+    # one thread beside the caller, still one once the caller was done: the count does not
+    # depend on which side finished first
+    assert seen == [1, 1]
     assert torch.get_num_threads() == 2
 
 
-def test_the_caller_gets_every_thread_once_the_lane_is_done():
+def test_the_caller_keeps_its_share_until_the_lane_is_joined():
     torch.set_num_threads(2)
     with threads.BackgroundLane(lambda: "scored") as lane:
         lane._thread.join()  # the lane has ended
-        threads.pace()
-        assert torch.get_num_threads() == 2
+        threads.pace(2)
+        assert torch.get_num_threads() == 1
     assert lane.join() == "scored"
-    threads.pace()  # outside a lane: nothing changes
-    torch.set_num_threads(1)
-    threads.pace()
+    assert torch.get_num_threads() == 2
+    threads.pace()  # outside a lane, no count given: nothing changes
+    assert torch.get_num_threads() == 2
+    threads.pace(1)  # a backend's count
     assert torch.get_num_threads() == 1
 
 

@@ -76,8 +76,10 @@ class LLMConfig(Settings):
     )
     threads: int | None = Field(
         None,
-        ge=1,
-        description="local on CPU: torch threads; default OMP_NUM_THREADS, else free cores",
+        ge=0,
+        description="local on CPU: torch threads (each count computes numbers of its own); "
+        "default OMP_NUM_THREADS, else the machine's cores; 1: never slow on a shared machine; "
+        "0: the cores free when the backend starts (the numbers then following its load)",
     )
     context_window: int | None = Field(
         None, gt=0, description="override the model's context window"

@@ -128,8 +128,8 @@ def train_refiner(
     out = Path(output_dir).expanduser()
     check_replaceable(out)
     if not cuda:
-        # Load-aware thread count, as for inference: two threads on two busy cores run
-        # generation 10-30x slower than one.
+        # The thread count of inference (llm.local.threads: the machine's cores unless
+        # OMP_NUM_THREADS says), fixed so that the numbers do not follow the machine's load.
         from stackelberg.llm.local import set_threads
         from stackelberg.llm.local.loading import bound_onednn_cache
 

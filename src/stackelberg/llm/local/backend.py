@@ -127,8 +127,10 @@ class LocalBackend(Backend):
             name += f"+{dtype}"  # its answers are its own in the response cache
         super().__init__(name, cache)
         self.device = resolved
+        #: torch threads of its forward passes (``threads.thread_count``; None on a GPU)
+        self.threads: int | None = None
         if self.device.type == "cpu":
-            set_threads(threads)
+            self.threads = set_threads(threads)
             allow_grouped_kv_attention()
             bound_onednn_cache()
         mb = auto_prefix_cache_mb() if prefix_cache_mb is None else prefix_cache_mb
@@ -196,7 +198,7 @@ class LocalBackend(Backend):
         ids = [self.prompt_ids(p) for p in prompts]
         for i, x in zip(ids, params, strict=True):
             self._check_length(len(i) + x.max_new_tokens, "prompt + max_new_tokens")
-        pace()
+        pace(self.threads)
         yield from decode.generate(self.prefiller, ids, ns, seeds, params, self.batch_size)
 
     # ---- scoring --------------------------------------------------------------------------------
@@ -220,7 +222,7 @@ class LocalBackend(Backend):
         self, context: Prompt, candidates: list[str], responses: list[str], joiner: str
     ) -> Iterator[tuple[int, int, list[float]]]:
         toks = self.nested_tokens(context, candidates, responses, joiner)
-        pace()
+        pace(self.threads)
         yield from scoring.score_nested(self.prefiller, toks)
 
     @torch.inference_mode()
@@ -233,7 +235,7 @@ class LocalBackend(Backend):
         ctx = [t.context for t in rows]
         conts = [t.branches[0] for t in rows]
         leads = [t.leads[0] for t in rows]
-        pace()
+        pace(self.threads)
         return scoring.score_many(self.prefiller, ctx, conts, leads, self.batch_size)
 
     @torch.inference_mode()

@@ -1,7 +1,11 @@
-"""How many threads CPU inference (and CPU training) may use, judged from /proc.
+"""How many threads CPU inference (and CPU training) uses: a count fixed by the settings, so
+that the numbers are too.
 
-Torch takes every core by default; on a shared machine that is slower than fewer threads,
-because a parallel region waits on whichever of its threads another process descheduled.
+Torch's CPU kernels split some work by thread count (``thread_count``), so the count is part
+of what a model computes: the machine's cores unless configured, not the cores its load
+leaves free (judged from /proc: ``free_cores``, asked for with ``threads: 0``). Torch takes
+every core by default; on a shared machine that is slower than fewer threads, because a
+parallel region waits on whichever of its threads another process descheduled.
 A ``BackgroundLane`` runs work beside the caller's on the core its decoding leaves idle.
 """
 
@@ -80,47 +84,76 @@ def _persistently_busy(cores: int, samples: int = 3) -> float:
     return least
 
 
-def set_threads(threads: int | None) -> None:
-    """Threads for CPU inference: the configured number, else OMP_NUM_THREADS, else free cores.
+def free_cores() -> int:
+    """The cores this process may use minus those other processes keep busy at its priority
+    or above (``cpu_ticks``): with two threads on a two-core machine that another process
+    keeps busy, every parallel region waits on a descheduled thread and a forward pass runs
+    ~10x slower than with one thread."""
+    cores = machine_cores()
+    return min(cores, max(1, round(cores - _persistently_busy(cores))))
 
-    "Free" is the cores this process may use minus those other processes keep busy at its
-    priority or above (``cpu_ticks``): with two
-    threads on a two-core machine that another process keeps busy, every parallel region
-    waits on a descheduled thread and a forward pass runs ~10x slower than with one thread.
+
+def machine_cores() -> int:
+    """The cores this process may run on: the default count, fixed for a machine (and so
+    its numbers), whatever its load."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def thread_count(threads: int | None) -> int:
+    """The torch threads of CPU work: ``threads`` as configured (0: ``free_cores``), else
+    OMP_NUM_THREADS, else the machine's cores (``machine_cores``).
+
+    Not the free cores unless asked: torch's float32 kernels give other numbers on another
+    thread count (torch 2.13 on the default run's CPU, 1 against 2 threads: a matmul over 5
+    to 7 or 9 to 11 rows, as in a decode step of that many sequences; attention over 1 to 3
+    query rows), and a count that followed the load made a stage's outputs depend on when, and
+    after what, it ran (the evaluate stage's held-out reward of a pipeline run, 0.7812 /
+    0.9061 before / after training, was 0.7748 / 0.8630 when the stage ran again alone).
+    The machine's cores are the fastest count on a machine of one's own; on a shared one,
+    ``threads: 1`` is never slow (a parallel region waits on whichever of its threads
+    another process descheduled), and ``threads: 0`` follows the load, numbers and all.
     """
-    if threads is None and os.environ.get("OMP_NUM_THREADS"):
-        return
+    if threads == 0:
+        return free_cores()
     if threads is None:
-        try:
-            cores = len(os.sched_getaffinity(0))
-        except AttributeError:  # not on Linux
-            cores = os.cpu_count() or 1
-        threads = min(cores, max(1, round(cores - _persistently_busy(cores))))
-    torch.set_num_threads(max(1, threads))
-    log.info("local backend: %d torch threads", torch.get_num_threads())
+        first = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+        threads = int(first) if first.isdigit() else machine_cores()
+    return max(1, threads)
 
 
-#: while a ``BackgroundLane`` runs: the caller's threads, and how many sides still work
-_LANES = {"threads": 0, "busy": 0}
+def set_threads(threads: int | None) -> int:
+    """Run torch on ``thread_count(threads)`` threads in the calling thread; that count."""
+    count = thread_count(threads)
+    torch.set_num_threads(count)
+    log.info("local backend: %d torch threads", count)
+    return count
+
+
+#: while a ``BackgroundLane`` runs: the caller's threads (0: no lane)
+_LANES = {"threads": 0}
 _LANES_LOCK = threading.Lock()
 
 
-def pace() -> None:
+def pace(threads: int | None = None) -> None:
     """Torch threads for the calling thread, before each forward pass of a local model:
-    while a ``BackgroundLane`` and its caller both work, an equal share of the caller's
-    threads each; the side still working after the other ends gets them all. Outside a
-    lane: nothing (the count ``set_threads`` chose stays)."""
+    ``threads``, its backend's count (None: the count as it is); while a ``BackgroundLane``
+    runs, half of it (of the caller's count for None), at least one, on either side until
+    the lane ends, so that neither side's numbers depend on when the other finished. Before
+    each pass, not once: torch keeps a count per thread, and an earlier stage, another
+    backend or a lane may have left another one."""
     with _LANES_LOCK:
-        threads, busy = _LANES["threads"], _LANES["busy"]
-    if threads:
-        want = max(1, threads // max(1, busy))
-        if torch.get_num_threads() != want:
-            torch.set_num_threads(want)
-
-
-def _lane_side_done() -> None:
-    with _LANES_LOCK:
-        _LANES["busy"] -= 1
+        lane = _LANES["threads"]
+    if lane:
+        want = max(1, (threads or lane) // 2)
+    elif threads:
+        want = threads
+    else:
+        return
+    if torch.get_num_threads() != want:
+        torch.set_num_threads(want)
 
 
 class BackgroundLane:
@@ -129,9 +162,9 @@ class BackgroundLane:
     A tournament decodes a token at a time for a few tables, which leaves most of a second
     core idle, and one decoding thread is not much slower than two; the lane's forward
     passes use that core. Each side runs on its share of the threads (``pace``, called by
-    the local backend), and the side that finishes last gets them all. Prefect's run
-    context goes with the lane (its logs reach the run); its exception is raised by
-    ``join``. A daemon: an interrupted caller does not wait for it. One lane at a time.
+    the local backend) until the lane ends. Prefect's run context goes with the lane (its
+    logs reach the run); its exception is raised by ``join``. A daemon: an interrupted
+    caller does not wait for it. One lane at a time.
     """
 
     def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
@@ -147,20 +180,17 @@ class BackgroundLane:
             self._outcome = (True, fn(*args))
         except BaseException as exc:  # raised in the caller, by join
             self._outcome = (False, exc)
-        finally:
-            _lane_side_done()
 
     def __enter__(self) -> BackgroundLane:
         with _LANES_LOCK:
             if _LANES["threads"]:
                 raise RuntimeError("a BackgroundLane is running already")
-            _LANES.update(threads=torch.get_num_threads(), busy=2)
+            _LANES.update(threads=torch.get_num_threads())
         pace()
         self._thread.start()
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
-        _lane_side_done()
         if exc_type is not None and not issubclass(exc_type, KeyboardInterrupt | SystemExit):
             self.join_quietly()  # a retry must not meet this lane still at work
 
@@ -169,7 +199,7 @@ class BackgroundLane:
         self._thread.join()
         with _LANES_LOCK:
             threads = _LANES["threads"]
-            _LANES.update(threads=0, busy=0)
+            _LANES.update(threads=0)
         if threads:
             torch.set_num_threads(threads)
 
