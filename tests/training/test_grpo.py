@@ -330,6 +330,20 @@ def test_write_adapter_replaces_a_previous_adapter_and_refuses_other_folders(tmp
         write_adapter({"adapter_config.json": b"{}"}, tmp_path / "notes")
 
 
+def test_an_adapter_config_is_written_the_same_whatever_order_peft_kept_its_modules(tmp_path):
+    from stackelberg.training.grpo_outputs import write_adapter
+
+    orders = [["q_proj", "up_proj", "v_proj"], ["v_proj", "q_proj", "up_proj"]]
+    written = []
+    for i, modules in enumerate(orders):
+        config = json.dumps({"target_modules": modules, "r": 16}).encode()
+        files = {"adapter_config.json": config, "variants/neg_only/adapter_config.json": config}
+        out = write_adapter(files | {"adapter_model.safetensors": b"w"}, tmp_path / str(i))
+        written.append([(out / n).read_bytes() for n in sorted(files)])
+    assert written[0] == written[1]
+    assert json.loads(written[0][0])["target_modules"] == ["q_proj", "up_proj", "v_proj"]
+
+
 # ---- the Refiner's stop and output rates in training -----------------------------------------
 
 

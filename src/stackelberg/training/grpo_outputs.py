@@ -8,6 +8,7 @@ of one.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -58,15 +59,34 @@ def check_replaceable(out: Path) -> None:
         )
 
 
+#: PEFT's adapter config, whose module list it writes in set order (a run's hash seed)
+ADAPTER_CONFIG = "adapter_config.json"
+
+
+def stable_adapter_config(data: bytes) -> bytes:
+    """The adapter config with ``target_modules`` sorted: PEFT keeps them in a set, so the
+    same training wrote the list in another order each run and DVC saw another file.
+
+    >>> json.loads(stable_adapter_config(b'{"target_modules": ["v_proj", "q_proj"]}'))
+    {'target_modules': ['q_proj', 'v_proj']}
+    """
+    config = json.loads(data)
+    if isinstance(config.get("target_modules"), list):
+        config["target_modules"] = sorted(config["target_modules"])
+    return json.dumps(config, indent=2, sort_keys=True).encode()
+
+
 def write_adapter(files: dict[str, bytes], output_dir: str | Path) -> Path:
     """Write an adapter's files (name -> bytes) to ``output_dir`` atomically, replacing a
-    previous adapter there."""
+    previous adapter there; its config's module list in a fixed order."""
     out = Path(output_dir).expanduser()
-    if "adapter_config.json" not in files:
+    if ADAPTER_CONFIG not in files:
         raise ValueError(f"{out}: not a PEFT adapter (no adapter_config.json among its files)")
     check_replaceable(out)
     with atomic_dir(out) as staged:
         for name, data in files.items():  # a name may hold a folder ("variants/...")
+            if Path(name).name == ADAPTER_CONFIG:
+                data = stable_adapter_config(data)
             (staged / name).parent.mkdir(parents=True, exist_ok=True)
             (staged / name).write_bytes(data)
     return out

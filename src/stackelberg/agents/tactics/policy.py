@@ -15,7 +15,7 @@ from torch import nn
 from stackelberg.agents.tactics.features import FEATURES
 from stackelberg.agents.tactics.speech import TACTIC_NAMES
 from stackelberg.games.base import ConfigError
-from stackelberg.io import atomic_path, atomic_writer
+from stackelberg.io import atomic_writer
 
 WEIGHTS = "policy.pt"
 SHAPE = "policy.json"
@@ -50,8 +50,10 @@ def save_policy(policy: TacticPolicy, folder: str | Path, **facts: object) -> Pa
     """Write the policy (atomically, file by file) with ``facts`` (e.g. how it was trained)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    with atomic_path(folder / WEIGHTS) as tmp:
-        torch.save(policy.state_dict(), tmp)
+    # Saved to a file object: given a path, torch names the archive's folder after the
+    # file (here a random temporary name), so the same weights would differ in bytes.
+    with atomic_writer(folder / WEIGHTS, "wb") as fh:
+        torch.save(policy.state_dict(), fh)
     shape = {"hidden": policy.hidden, "features": FEATURES, "tactics": TACTIC_NAMES, **facts}
     with atomic_writer(folder / SHAPE) as fh:
         json.dump(shape, fh, indent=1)
