@@ -60,11 +60,10 @@ def prompt_reward_log(records: Iterable[Record]) -> list[dict[str, Any]]:
 def step_prompt_rewards(summary: Mapping[str, Any]) -> dict[int, list[float]] | None:
     """A train history's prompt rewards as step -> the prompts' mean rewards, in step order;
     None for a history written before they were recorded (TRL's per-step mean alone)."""
-    log = summary.get(PROMPT_REWARDS)
-    if log is None:
+    by_prompt = step_prompt_reward_map(summary)
+    if by_prompt is None:
         return None
-    by_step = {int(e["step"]): [float(v) for v in e["rewards"].values()] for e in log}
-    return dict(sorted(by_step.items()))
+    return {step: list(rewards.values()) for step, rewards in by_prompt.items()}
 
 
 def step_prompt_reward_map(summary: Mapping[str, Any]) -> dict[int, dict[str, float]] | None:
