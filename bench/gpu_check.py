@@ -14,6 +14,11 @@ arithmetic, so this overstates the cost); pass rates measured on the real models
 
     python bench/gpu_check.py               # on a GPU machine
     python bench/gpu_check.py --dry-run     # on CPU, in seconds: the same checks, tiny shapes
+    python bench/gpu_check.py --tokenizer DIR   # the tiny model's tokenizer from DIR
+
+``--tokenizer`` names a folder holding a tokenizer (``tokenizer.json``,
+``tokenizer_config.json``, ``chat_template.jinja``), for a machine without the embedded
+model's package: the tiny model needs only the tokenizer, not the embedded weights.
 """
 
 from __future__ import annotations
@@ -66,12 +71,14 @@ class Row:
         return self.tokens / self.seconds / max(self.gpus, 1) if self.seconds else 0.0
 
 
-def tiny_model(folder: Path, hidden: int = 256, layers: int = 2) -> int:
-    """Save a random-weight Qwen2 causal LM (with the embedded model's tokenizer) in
-    ``folder``; return its parameter count."""
+def tiny_model(
+    folder: Path, hidden: int = 256, layers: int = 2, tokenizer_dir: str | Path | None = None
+) -> int:
+    """Save a random-weight Qwen2 causal LM in ``folder``, with the tokenizer of
+    ``tokenizer_dir`` (default: the embedded model's); return its parameter count."""
     from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2Config
 
-    tokenizer = AutoTokenizer.from_pretrained(ensure_checkpoint())
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir or ensure_checkpoint())
     config = Qwen2Config(
         vocab_size=len(tokenizer),
         hidden_size=hidden,
@@ -213,6 +220,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dry-run", action="store_true", help="CPU, tiny shapes, seconds")
     parser.add_argument("--model", help="a checkpoint folder instead of the tiny random model")
+    parser.add_argument(
+        "--tokenizer",
+        metavar="DIR",
+        help="the tiny model's tokenizer folder (default: the embedded model's checkpoint)",
+    )
     for name, what in [
         ("gen", "7B Refiner generation"),
         ("train", "7B GRPO generate+train"),
@@ -239,7 +251,7 @@ def main() -> None:
             model, params = args.model, parameter_count(args.model)
         else:
             model = str(Path(tmp) / "tiny")
-            params = tiny_model(Path(model))
+            params = tiny_model(Path(model), tokenizer_dir=args.tokenizer)
         grpo = grpo_row(model, args.dry_run, gpus, grpo_shape)
         rows = [grpo, *generation_rows(model, device, gpus, **gen_shape)]
         score = scoring_row(model, device, gpus, score_shape)
