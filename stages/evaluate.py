@@ -333,9 +333,6 @@ def refiner_outputs(ctx, reward: dict, trained: dict, records: list[dict]) -> di
     sample = None
     candidates = ctx.path("sample")
     if candidates.exists():
-        limit = ctx.params.for_game("sample", ctx.game).max_new_tokens
-        df = read_dataset(candidates, "candidates")
-        # counted by the trained Refiner, loaded already: the base's tokenizer, no reload
-        sample = dataset_rates(ctx.model(refiner_config(ctx, True)), df, limit)
+        sample = dataset_rates(read_dataset(candidates, "candidates"))
     grpo = train_history_rates(trained["history"], trained.get("completions_per_step", 0))
     return refiner_runs(sample, grpo, reward, records)

@@ -16,7 +16,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from stackelberg.agents.refiner import parse_refiner_output
+from stackelberg.agents.refiner import Candidate, parse_refiner_output
 from stackelberg.datasets import labeled_split
 from stackelberg.persuasion.candidates import refiner_prompt
 from stackelberg.persuasion.measurer import measure_completions
@@ -98,7 +98,12 @@ def train_game(ctx, ids: list[str], adapter_dir: Path, variant: str | None = Non
     records: list = []  # this process's (step, instance, reward sum, completions)
 
     def reward_fn(
-        completions: list[str], instance_id: list[str], log_metric=None, step=None, **_
+        completions: list[str],
+        completion_ids: list[list[int]],
+        instance_id: list[str],
+        log_metric=None,
+        step=None,
+        **_,
     ) -> list[float]:
         groups: dict[str, list[int]] = defaultdict(list)
         for i, iid in enumerate(instance_id):
@@ -107,11 +112,16 @@ def train_game(ctx, ids: list[str], adapter_dir: Path, variant: str | None = Non
         n_parsed = 0
         for iid, idx in groups.items():
             row, view = by_id[iid]
-            raw = [completions[i] for i in idx]
-            outputs = [parse_refiner_output(t, row["base_utterance"], output_format) for t in raw]
-            parsed = [utterance for utterance, _ in outputs]
-            n_parsed += sum(ok for _, ok in outputs)
-            measured = measure_completions(measurer, row, view, raw, parsed, score, room)
+            cands = [
+                Candidate(
+                    completions[i],
+                    *parse_refiner_output(completions[i], row["base_utterance"], output_format),
+                    len(completion_ids[i]) < room,  # ended before the limit (room)
+                )
+                for i in idx
+            ]
+            n_parsed += sum(c.parsed for c in cands)
+            measured = measure_completions(measurer, row, view, cands, score, room)
             for i, p in zip(idx, measured.parts, strict=True):
                 rewards[i] = p.reward
         if log_metric is not None and completions:  # the step's parse rate, in its history

@@ -3,6 +3,7 @@ GRPO starts from); the base utterance is kept as candidate -1 so it is scored al
 
 from __future__ import annotations
 
+from stackelberg.agents.refiner import Candidate
 from stackelberg.datasets import (
     NothingToWorkWithError,
     batches,
@@ -11,7 +12,7 @@ from stackelberg.datasets import (
     seed_of,
     write_dataset,
 )
-from stackelberg.persuasion.candidates import sample_candidates
+from stackelberg.persuasion.candidates import dataset_rates, sample_candidates
 
 
 def plan(ctx) -> list[dict]:
@@ -28,26 +29,25 @@ def work(ctx, item) -> dict:
     out = []
     for row, cands in zip(rows, samples, strict=True):
         base = row["base_utterance"]
-        out.append(_row(row, -1, "base", base, base, True))
-        out += [_row(row, i, "refiner", c.raw, c.utterance, c.parsed) for i, c in enumerate(cands)]
-    # Completions that ended (end-of-sequence or stop) before max_new_tokens, by their tokens.
-    ended = sum(c.ended for cands in samples for c in cands)
-    return {"rows": out, "ended": ended}
+        out.append(_row(row, -1, "base", Candidate(base, base, True, True)))
+        out += [_row(row, i, "refiner", c) for i, c in enumerate(cands)]
+    return out
 
 
-def _row(row, index, source, raw, candidate, parsed) -> dict:
+def _row(row, index, source, candidate: Candidate) -> dict:
     return {
         "instance_id": row["instance_id"],
         "candidate_index": index,
         "source": source,
-        "refiner_output": raw,
-        "candidate": candidate,
-        "parsed": parsed,
+        "refiner_output": candidate.raw,
+        "candidate": candidate.utterance,
+        "parsed": candidate.parsed,
+        "ended": candidate.ended,  # end-of-sequence or stop before max_new_tokens
     }
 
 
 def finish(ctx, results) -> dict:
-    rows = [r for chunk in results for r in chunk["rows"]]
+    rows = [r for chunk in results for r in chunk]
     df = from_rows(rows, "candidates")
     refined = df.filter(df["source"] == "refiner")
     n = refined.height
@@ -61,10 +61,11 @@ def finish(ctx, results) -> dict:
             f"sample.output_format {ctx.section.output_format}; one answer: {answer}"
         )
     write_dataset(df, ctx.path(), "candidates")
+    rates = dataset_rates(df)
     return {
         "candidates": n,
-        "parse_rate": refined["parsed"].mean() if n else 0.0,
+        "parse_rate": rates["parse_rate"],
         # the share of completions that ended (end-of-sequence or stop) before max_new_tokens
-        "ended_rate": sum(chunk["ended"] for chunk in results) / n if n else 0.0,
+        "ended_rate": rates["ended_rate"],
         "mean_words": refined["candidate"].str.split(" ").list.len().mean() if n else 0.0,
     }

@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from stackelberg.datasets import batches, from_rows, labeled_split, read_dataset, write_dataset
+from stackelberg.persuasion.candidates import dataset_candidates
 from stackelberg.persuasion.measurer import measure_completions
 
 #: the Measurer's computed contexts stay for the grpo stage, which runs next and scores the
@@ -30,8 +31,9 @@ def work(ctx, item) -> list[dict]:
     out = []
     for row, view in zip(rows, views, strict=True):
         mine = cands.filter(pl.col("instance_id") == row["instance_id"]).sort("candidate_index")
-        raw, parsed = mine["refiner_output"].to_list(), mine["candidate"].to_list()
-        _, parts, cut = measure_completions(llm, row, view, raw, parsed, settings, room)
+        _, parts, cut = measure_completions(
+            llm, row, view, dataset_candidates(mine), settings, room
+        )
         for c, p in zip(mine.iter_rows(named=True), parts, strict=True):
             d = p.as_dict()
             out.append(
@@ -49,6 +51,7 @@ def work(ctx, item) -> list[dict]:
                             "raw",
                             "clamped",
                             "length_penalty",
+                            "format_penalty",
                             "words",
                         )
                     },

@@ -55,6 +55,7 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
         "refiner_output": pl.String,  # raw text as generated
         "candidate": pl.String,  # the parsed utterance
         "parsed": pl.Boolean,  # the output had a usable Response line
+        "ended": pl.Boolean,  # it ended on its own before the token limit (the base: true)
     },
     "scores": {
         "instance_id": pl.String,
@@ -67,6 +68,7 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
         "raw": pl.Float64,
         "clamped": pl.Float64,
         "length_penalty": pl.Float64,
+        "format_penalty": pl.Float64,  # -score.unparsed_penalty where the completion did not parse
         "words": pl.Int64,
         "pos_means": pl.List(pl.Float64),
         "neg_means": pl.List(pl.Float64),

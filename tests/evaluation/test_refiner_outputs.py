@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 from tables import squeeze
 
+from stackelberg.agents.refiner import Candidate, ended_before_limit
 from stackelberg.datasets import read_dataset
 from stackelberg.evaluation.metrics import game_metrics, mlflow_metrics
 from stackelberg.evaluation.report import markdown_report, terminal_report
@@ -26,9 +27,10 @@ class WordTokens:
 
 
 def _row(i: int, raw: str, parsed: bool, source: str = "refiner") -> dict:
-    return sample._row(
-        {"instance_id": "werewolf-1-5"}, i, source, raw, raw if parsed else "base", parsed
-    )
+    """A candidates row, its end counted in words against the 8-token limit of ``ctx``."""
+    ended = ended_before_limit(WordTokens(), raw, 8)
+    candidate = Candidate(raw, raw if parsed else "base", parsed, ended)
+    return sample._row({"instance_id": "werewolf-1-5"}, i, source, candidate)
 
 
 @pytest.fixture
@@ -48,17 +50,14 @@ def ctx(tmp_path):
 @pytest.fixture
 def sampled(ctx):
     """The sample stage's finish over two work items: 4 Refiner completions, 3 parsed, 3
-    ended before the limit (as the work items counted them)."""
+    ended before the limit."""
     results = [
-        {
-            "rows": [
-                _row(-1, "I trust Player 2.", True, "base"),
-                _row(0, "I trust Player 2 now.", True),
-                _row(1, "one two three four five six seven eight", True),  # at the limit
-            ],
-            "ended": 1,
-        },
-        {"rows": [_row(2, "Night 1: x.", False), _row(3, "Vote Player 4.", True)], "ended": 2},
+        [
+            _row(-1, "I trust Player 2.", True, "base"),
+            _row(0, "I trust Player 2 now.", True),
+            _row(1, "one two three four five six seven eight", True),  # at the limit
+        ],
+        [_row(2, "Night 1: x.", False), _row(3, "Vote Player 4.", True)],
     ]
     return sample.finish(ctx, results)
 
@@ -67,9 +66,9 @@ def test_sample_stage_reports_both_rates(ctx, sampled):
     assert sampled["candidates"] == 4
     assert sampled["parse_rate"] == 0.75 and sampled["ended_rate"] == 0.75
     df = read_dataset(ctx.path("sample"), "candidates")
-    assert df.height == 5 and set(df.columns) >= {"refiner_output", "parsed"}
-    # counted again from the written candidates, with the same tokens: the same rates
-    rates = dataset_rates(WordTokens(), df, ctx.section.max_new_tokens)
+    assert df.height == 5 and set(df.columns) >= {"refiner_output", "parsed", "ended"}
+    # read again from the written candidates: the same rates
+    rates = dataset_rates(df)
     assert rates == {"completions": 4, "ended_rate": 0.75, "parse_rate": 0.75}
 
 

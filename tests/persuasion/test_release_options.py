@@ -8,6 +8,7 @@ import json
 import pytest
 
 from stackelberg.agents.prompts import describe_event
+from stackelberg.agents.refiner import Candidate
 from stackelberg.persuasion.context import (
     CANDIDATE_SLOT,
     follower_messages,
@@ -175,9 +176,14 @@ def test_the_stages_measurer_call_scores_the_chosen_text_on_the_instances_respon
     """``measure_completions``, the score, grpo and evaluate stages' one call."""
     llm = ResponseScorer()
     row = {"desired": ["I vote for Player 3.", "Agreed."], "undesired": ["I vote for Player 1."]}
-    settings = ScoreSettings(candidate_text=candidate_text)
-    texts, parts, cut = measure_completions(llm, row, view, RAW, PARSED, settings, 16)
+    settings = ScoreSettings(candidate_text=candidate_text, off_format_penalty=0.5)
+    # the second did not end before the limit: off the asked format
+    cands = [Candidate(r, p, True, e) for r, p, e in zip(RAW, PARSED, [True, False], strict=True)]
+    texts, parts, cut = measure_completions(llm, row, view, cands, settings, 16)
     assert texts == read and cut == 0
+    # the completion cut at the limit costs the penalty, whichever text the follower reads
+    assert [p.format_penalty for p in parts] == [0.0, -0.5]
+    assert [p.reward - p.clamped - p.length_penalty for p in parts] == pytest.approx([0.0, -0.5])
     assert llm.asked == [(read, row["desired"] + row["undesired"])]
     for text, part in zip(read, parts, strict=True):  # the desired responses are the first two
         own = len(text) / 100

@@ -39,6 +39,17 @@ def test_clamp_and_length_penalty():
     assert measurer_reward(long, [[0.0]], [[-1.0]], cfg).reward == pytest.approx(1.0 - 5.0)
 
 
+def test_an_unparsed_completion_costs_the_off_format_penalty_alone():
+    cfg = RewardConfig(off_format_penalty=0.75)
+    fine = measurer_reward("I trust Player 2.", POS, NEG, cfg)
+    off = measurer_reward("I trust Player 2.", POS, NEG, cfg, in_format=False)
+    assert (fine.format_penalty, off.format_penalty) == (0.0, -0.75)
+    assert off.reward == pytest.approx(fine.reward - 0.75)
+    assert off.clamped == fine.clamped and off.length_penalty == fine.length_penalty
+    # the release's scoring (no penalty) by default
+    assert measurer_reward("x", POS, NEG, RewardConfig(), in_format=False).format_penalty == 0.0
+
+
 def test_bad_config_names_the_value():
     with pytest.raises(ValueError, match="bogus"):
         RewardConfig(variant="bogus")

@@ -44,14 +44,14 @@ def stage(monkeypatch):
     # plays at the tables: it scores after them, so there is nothing to wait for)
     seen = {"scored": threading.Event(), "measure": [], "play": [], "wait_s": 20}
 
-    def measure(llm, row, view, raw, parsed, settings, room):
+    def measure(llm, row, view, candidates, settings, room):
         seen["measure"].append(
             (threading.current_thread().name, torch.get_num_threads(), llm.prefix_store.budget)
         )
         seen["scored"].set()
         parts = dict(words=3, positive=-1.0, negative=-2.0, length_penalty=0.0)
-        rewards = [SimpleNamespace(reward=float(i), **parts) for i in range(len(raw))]
-        return Measured(list(parsed), rewards, 0)
+        rewards = [SimpleNamespace(reward=float(i), **parts) for i in range(len(candidates))]
+        return Measured([c.utterance for c in candidates], rewards, 0)
 
     def play_matrix(*args, **kwargs):
         # the lane scores while the tables play (without it, this waits out its timeout)

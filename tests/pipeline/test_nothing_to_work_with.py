@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from stackelberg.agents import make_agent
+from stackelberg.agents.refiner import Candidate
 from stackelberg.agents.runner import Table, play_tables
 from stackelberg.datasets import (
     SCHEMAS,
@@ -96,22 +97,20 @@ def test_a_stage_with_no_labeled_train_instance_stops(tmp_path):
     assert one_line(err) == f"{path}: no train instances to train the Refiner on"
 
 
-def candidates(parsed: list[bool]) -> list[dict]:
+def candidates(parsed: list[bool]) -> list[list[dict]]:
+    """One work item's candidates rows (the sample stage's ``work``)."""
     return [
-        {
-            "rows": [
-                {
-                    "instance_id": "werewolf-1-9",
-                    "candidate_index": i,
-                    "source": "refiner",
-                    "refiner_output": "I trust you." if ok else "Analysis: the\nplayers",
-                    "candidate": "I trust you.",
-                    "parsed": ok,
-                }
-                for i, ok in enumerate(parsed)
-            ],
-            "ended": 0,
-        }
+        [
+            sample._row(
+                {"instance_id": "werewolf-1-9"},
+                i,
+                "refiner",
+                Candidate(
+                    "I trust you." if ok else "Analysis: the\nplayers", "I trust you.", ok, True
+                ),
+            )
+            for i, ok in enumerate(parsed)
+        ]
     ]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import types
 from collections.abc import Generator, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import Field
 
@@ -207,6 +207,31 @@ def ended_before_limit(llm: Any, text: str, max_new_tokens: int) -> bool:
     return completion_tokens(llm, text) < max_new_tokens
 
 
+class Candidate(NamedTuple):
+    """One Refiner completion: the raw text, the utterance used, whether it parsed, and
+    whether it ended on its own (end-of-sequence or stop) before the token limit."""
+
+    raw: str
+    utterance: str
+    parsed: bool
+    ended: bool
+
+    @property
+    def in_format(self) -> bool:
+        """As asked: a speech that parsed and ended, not one cut at the token limit."""
+        return self.parsed and self.ended
+
+
+def read_completion(llm: Any, raw: str, base: str, style: RefinerStyle) -> Candidate:
+    """A Refiner completion as a candidate: parsed (``base``: the speech it rewrites) and
+    its tokens counted with ``llm``'s tokenizer."""
+    return Candidate(
+        raw,
+        *parse_refiner_output(raw, base, style.output_format),
+        ended_before_limit(llm, raw, style.max_new_tokens),
+    )
+
+
 class RefinerAgent(Agent):
     """``refiner+X``: X plays; its speeches go through the Refiner before they are said.
 
@@ -264,9 +289,9 @@ class RefinerAgent(Agent):
             return self.inner.act(decision)
         return self._refine(decision)
 
-    def choose(self, follower: int | None, base: str, raw: list[str], parsed: list[str]) -> int:
-        """The index of the completion said, among the ``raw`` completions of one speech
-        (``parsed``: their utterances; ``base``: X's speech; ``follower``: who speaks next)."""
+    def choose(self, follower: int | None, base: str, candidates: list[Candidate]) -> int:
+        """The index of the completion said, among the ``candidates`` of one speech
+        (``base``: X's speech; ``follower``: who speaks next)."""
         return 0
 
     def _refine(self, decision: Decision) -> Generator[list[Any], list[Any], Any]:
@@ -294,11 +319,10 @@ class RefinerAgent(Agent):
             self.rng.randrange(2**31),
         )
         [texts] = yield [Routed(self.route, request)]
-        outputs = [parse_refiner_output(t, action, self.style.output_format) for t in texts]
-        said = self.choose(follower, action, list(texts), [u for u, _ in outputs])
-        text, (utterance, ok) = texts[said], outputs[said]
+        candidates = [read_completion(self.count_llm, t, action, self.style) for t in texts]
+        said = candidates[self.choose(follower, action, candidates)]
         self.base_utterance = action
         self.refined += 1
-        self.parsed += ok
-        self.ended += ended_before_limit(self.count_llm, text, self.style.max_new_tokens)
-        return utterance
+        self.parsed += said.parsed
+        self.ended += said.ended
+        return said.utterance

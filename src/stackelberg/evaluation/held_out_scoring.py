@@ -78,9 +78,8 @@ def score_candidates(follower: Any, sampled: Mapping[str, Any], score: Any, desc
     bar = progress(len(sampled["rows"]), desc, "instance")
     for i, (row, view) in enumerate(zip(sampled["rows"], sampled["views"], strict=True)):
         cands = [(g, c) for g in groups for c in groups[g][i]]
-        raw, parsed = [c.raw for _, c in cands], [c.utterance for _, c in cands]
         texts, parts, _ = measure_completions(
-            follower, row, view, raw, parsed, score, sampled["room"]
+            follower, row, view, [c for _, c in cands], score, sampled["room"]
         )
         for g in groups:
             out[g].append([])

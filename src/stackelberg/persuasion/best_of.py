@@ -79,8 +79,8 @@ class BestOfAgent(RefinerAgent):
         and Measurer calls (speeches without a follower or intents make none)."""
         return dict(zip(BEST_OF_COUNTS, (self.refined, self.sampled, self.measured), strict=True))
 
-    def choose(self, follower, base, raw, parsed) -> int:
-        self.sampled += len(raw)
+    def choose(self, follower, base, candidates) -> int:
+        self.sampled += len(candidates)
         if follower is None:
             return 0
         view = live_view(self.game, self.player, follower, base)
@@ -89,7 +89,7 @@ class BestOfAgent(RefinerAgent):
             return 0
         row = {"desired": labels.desired, "undesired": labels.undesired}
         measured = measure_completions(
-            self.measurer, row, view, raw, parsed, self.score, self.style.max_new_tokens
+            self.measurer, row, view, candidates, self.score, self.style.max_new_tokens
         )
         self.measured += 1
         return best_index([part.reward for part in measured.parts])

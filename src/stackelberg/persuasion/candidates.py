@@ -8,14 +8,14 @@ whether the completion ended on its own before the token limit.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from pydantic import Field
 
 from stackelberg.agents.refiner import (
+    Candidate,
     RefinerStyle,
-    ended_before_limit,
-    parse_refiner_output,
+    read_completion,
     refiner_prompt_messages,
     refiner_request,
 )
@@ -43,16 +43,6 @@ def trained_sampling(sample: SampleSettings, completion_limit: int | None) -> Sa
         if completion_limit
         else sample
     )
-
-
-class Candidate(NamedTuple):
-    """One Refiner completion: the raw text, the utterance used, whether it parsed, and
-    whether it ended on its own (end-of-sequence or stop) before the token limit."""
-
-    raw: str
-    utterance: str
-    parsed: bool
-    ended: bool
 
 
 def refiner_prompt(llm: Any, view: InstanceView, settings: SampleSettings) -> list[Message]:
@@ -85,19 +75,10 @@ def sample_candidates(
         )
         for view, seed in zip(views, seeds, strict=True)
     ]
-    out = []
-    for view, samples in zip(views, llm.run_batch(requests), strict=True):
-        out.append(
-            [
-                Candidate(
-                    raw,
-                    *parse_refiner_output(raw, view.base_utterance, style.output_format),
-                    ended_before_limit(llm, raw, style.max_new_tokens),
-                )
-                for raw in samples
-            ]
-        )
-    return out
+    return [
+        [read_completion(llm, raw, view.base_utterance, style) for raw in samples]
+        for view, samples in zip(views, llm.run_batch(requests), strict=True)
+    ]
 
 
 def output_rates(candidates: Sequence[Candidate]) -> dict[str, float]:
@@ -111,13 +92,13 @@ def output_rates(candidates: Sequence[Candidate]) -> dict[str, float]:
     }
 
 
-def dataset_rates(llm: Any, candidates: Any, max_new_tokens: int) -> dict[str, float]:
-    """:func:`output_rates` of a written candidates dataset (its ``refiner`` rows), their
-    tokens counted with ``llm``'s tokenizer as at sampling."""
-    refined = candidates.filter(candidates["source"] == "refiner")
-    return output_rates(
-        [
-            Candidate(raw, text, parsed, ended_before_limit(llm, raw, max_new_tokens))
-            for raw, text, parsed in refined.select("refiner_output", "candidate", "parsed").rows()
-        ]
-    )
+def dataset_candidates(candidates: Any) -> list[Candidate]:
+    """The rows of a written candidates dataset (``datasets.SCHEMAS["candidates"]``) as
+    candidates, in its order."""
+    columns = ("refiner_output", "candidate", "parsed", "ended")
+    return [Candidate(*row) for row in candidates.select(*columns).rows()]
+
+
+def dataset_rates(candidates: Any) -> dict[str, float]:
+    """:func:`output_rates` of a written candidates dataset (its ``refiner`` rows)."""
+    return output_rates(dataset_candidates(candidates.filter(candidates["source"] == "refiner")))

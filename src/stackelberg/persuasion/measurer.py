@@ -15,6 +15,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import Field
 
+from stackelberg.agents.refiner import Candidate
 from stackelberg.llm import fit_history
 from stackelberg.persuasion.context import (
     CANDIDATE_SLOT,
@@ -91,18 +92,21 @@ def measure(
     undesired: Sequence[str],
     settings: ScoreSettings,
     candidate_tokens: int = 0,
+    in_format: Sequence[bool] | None = None,
 ) -> tuple[list[RewardParts], int]:
     """Reward parts of each candidate, and how many history lines were cut to fit
-    (``candidate_tokens``: the room a candidate has, ``fitted_follower_lines``)."""
+    (``candidate_tokens``: the room a candidate has, ``fitted_follower_lines``;
+    ``in_format``: whether each came from a completion in the asked format, None: all)."""
     candidates = list(candidates)
     responses = [*desired, *undesired]
     lines, cut = fitted_follower_lines(llm, view, candidates, responses, settings, candidate_tokens)
     context, joiner = follower_prompt_pieces(llm, view, lines)
     logprobs = llm.score_nested(context, candidates, responses, joiner)
     k = len(desired)
+    formats = [True] * len(candidates) if in_format is None else list(in_format)
     parts = [
-        measurer_reward(cand, lps[:k], lps[k:], settings)
-        for cand, lps in zip(candidates, logprobs, strict=True)
+        measurer_reward(cand, lps[:k], lps[k:], settings, ok)
+        for cand, lps, ok in zip(candidates, logprobs, formats, strict=True)
     ]
     return parts, cut
 
@@ -120,18 +124,19 @@ def measure_completions(
     llm: Any,
     row: Mapping[str, Any],
     view: InstanceView,
-    raw: Sequence[str],
-    parsed: Sequence[str],
+    candidates: Sequence[Candidate],
     settings: ScoreSettings,
     candidate_tokens: int = 0,
 ) -> Measured:
     """The Measurer's reward of Refiner completions for one instance (``row``: its
-    ``desired`` and ``undesired`` responses), the one call of the score, grpo and evaluate
-    stages, so that a candidate gets the same reward wherever it is scored: each completion
-    (``raw``, and ``parsed``, the utterance parsed from it) goes into the follower's prompt as
-    ``settings.candidate_text`` says."""
-    texts = settings.texts(raw, parsed)
+    ``desired`` and ``undesired`` responses), the one call of the score, grpo, evaluate
+    stages and of best-of-n play, so that a candidate gets the same reward wherever it is
+    scored: each completion (its raw text or the utterance parsed from it) goes into the
+    follower's prompt as ``settings.candidate_text`` says; one not in the asked format costs
+    ``settings.off_format_penalty``."""
+    texts = settings.texts([c.raw for c in candidates], [c.utterance for c in candidates])
+    in_format = [c.in_format for c in candidates]
     parts, cut = measure(
-        llm, view, texts, row["desired"], row["undesired"], settings, candidate_tokens
+        llm, view, texts, row["desired"], row["undesired"], settings, candidate_tokens, in_format
     )
     return Measured(texts, parts, cut)

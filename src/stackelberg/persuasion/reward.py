@@ -5,7 +5,11 @@
 ``agg`` is the per-token mean (the release, "to avoid length bias") or the sum (the paper's
 summary). Variants keep only the positive or the negative term (the paper's ablation). R is
 clamped to [-clamp, clamp] and a length penalty is added: 0 up to ``free_words`` words,
-falling linearly to ``-max_penalty`` at ``full_penalty_words`` and beyond.
+falling linearly to ``-max_penalty`` at ``full_penalty_words`` and beyond. A Refiner
+completion not in the asked format (it did not parse, or it ran to the token limit, cut
+mid-speech) loses ``off_format_penalty`` more: its text is still what the follower reads,
+but without that cost GRPO is free to drift from the format whenever the drift happens to
+please the Measurer.
 """
 
 from __future__ import annotations
@@ -35,6 +39,12 @@ class RewardConfig(Settings):
     free_words: int = Field(100, ge=0, description="no length penalty up to this many words")
     full_penalty_words: int = Field(200, ge=1, description="the penalty is largest from here")
     max_penalty: float = Field(10.0, ge=0, description="the largest length penalty (subtracted)")
+    off_format_penalty: float = Field(
+        0.0,
+        ge=0,
+        description="subtracted from a Refiner completion not in the asked format (unparsed, "
+        "or cut at the token limit); 0: scored as its text alone, as the release does",
+    )
 
     @model_validator(mode="after")
     def _penalty_ramp(self) -> RewardConfig:
@@ -56,6 +66,7 @@ class RewardParts:
     raw: float  # the variant's combination before clamping
     clamped: float
     length_penalty: float  # <= 0
+    format_penalty: float  # <= 0: -off_format_penalty for a completion not in the asked format
     words: int
     reward: float
 
@@ -76,8 +87,10 @@ def measurer_reward(
     pos_token_lps: Sequence[Sequence[float]],
     neg_token_lps: Sequence[Sequence[float]],
     cfg: RewardConfig,
+    in_format: bool = True,
 ) -> RewardParts:
-    """The reward of ``candidate`` from the token log-probs of each desired/undesired response.
+    """The reward of ``candidate`` from the token log-probs of each desired/undesired response
+    (``in_format``: whether the Refiner completion it came from was in the asked format).
 
     >>> cfg = RewardConfig()
     >>> measurer_reward("I am the Seer.", [[-1.0, -3.0]], [[-5.0]], cfg).reward
@@ -98,6 +111,7 @@ def measurer_reward(
     clamped = max(-cfg.clamp, min(cfg.clamp, raw))
     words = len(candidate.split())
     penalty = length_penalty(words, cfg)
+    format_penalty = 0.0 if in_format else -cfg.off_format_penalty
     return RewardParts(
         pos_means=pos_means,
         neg_means=neg_means,
@@ -108,6 +122,7 @@ def measurer_reward(
         raw=raw,
         clamped=clamped,
         length_penalty=penalty,
+        format_penalty=format_penalty,
         words=words,
-        reward=clamped + penalty,
+        reward=clamped + penalty + format_penalty,
     )

@@ -68,7 +68,9 @@ def trl_reward(reward_fn: Callable[..., Sequence[float | None]]) -> Callable[...
     state). ``grpo_config_args`` makes a generation batch one optimizer step
     (``steps_per_generation`` = ``gradient_accumulation_steps``, ``num_iterations`` 1),
     so each process calls the reward once per step, on its share of the step's completions;
-    were a batch to span several steps, its rewards would count for the first.
+    were a batch to span several steps, its rewards would count for the first. A
+    ``reward_fn`` with a ``completion_ids`` parameter gets each completion's token ids (they
+    end with the token that ended it: one cut at the limit has exactly the limit's count).
 
     >>> f = trl_reward(lambda completions, tag: [len(c) for c in completions])
     >>> f(prompts=[[], []], completions=["ab", "c"], completion_ids=[[1], [2]], tag=[0, 0])
@@ -80,6 +82,7 @@ def trl_reward(reward_fn: Callable[..., Sequence[float | None]]) -> Callable[...
     except (TypeError, ValueError):  # a builtin or C callable: no signature to read
         wanted = {}
     wants_log_metric, wants_step = "log_metric" in wanted, "step" in wanted
+    wants_ids = "completion_ids" in wanted
 
     def reward(
         prompts: Sequence[Any],
@@ -97,6 +100,8 @@ def trl_reward(reward_fn: Callable[..., Sequence[float | None]]) -> Callable[...
         if wants_step:
             step = None if trainer_state is None else trainer_state.global_step + 1
             columns = {**columns, "step": step}
+        if wants_ids:
+            columns = {**columns, "completion_ids": completion_ids}
         values = list(reward_fn(texts, **columns))
         if len(values) != len(texts):
             raise ValueError(
