@@ -25,7 +25,9 @@ def cand(reward: float, text: str = "I am a villager.", positive=-1.0, negative=
         "reward": reward,
         "positive": positive,
         "negative": negative,
+        "content": reward - penalty,
         "penalty": penalty,
+        "format_penalty": 0.0,
     }
 
 
@@ -104,6 +106,8 @@ def test_details_from_the_scored_records():
     assert out["terms"]["pos_only"]["reward"]["estimate"] == 0.5
     assert out["unseen"]["diff"]["estimate"] == pytest.approx(0.0)  # 0.5 - mean(0, 1)
     assert out["unseen"]["model"] == "other"
+    assert out["content"]["measurer"]["estimate"] == pytest.approx(-1.0)  # 2 - mean(1, 5)
+    assert out["content"]["unseen"]["estimate"] == pytest.approx(0.0)
     assert len(out["examples"]) == 2 and out["examples"][0]["after_reward"] == 2.0
     assert set(out["best_of"]) == {"trained", "best_of_1", "best_of_2"}
 
@@ -118,6 +122,7 @@ def test_the_details_as_mlflow_metrics():
     assert flat["held_out/werewolf/best_of/best_of_2/measurer"] == 3.0
     assert flat["held_out/werewolf/best_of/trained/unseen"] == 2.0
     assert flat["held_out/werewolf/unseen/diff"] == 1.0
+    assert flat["held_out/werewolf/content_diff/measurer"] == 1.0
     assert flat["held_out/werewolf/learned/before/parse_rate"] == 1.0
     assert all(isinstance(v, float) for v in flat.values())
 
@@ -163,8 +168,17 @@ def test_the_held_out_tables_show_the_measured_cells():
     assert by_row["trained, positive-only reward"] == ["-", "-", "-"]
     assert by_row["untrained Refiner"][0] == "1.000 [1.000, 1.000]"
     unseen = unseen_follower_table(metrics)
+    # the reward's difference and its terms alone, under each follower
     assert unseen.rows == [
-        ["werewolf", "2", "+1.000 [0.500, 1.500]", "gemma", "+1.000 [1.000, 1.000]"]
+        [
+            "werewolf",
+            "2",
+            "+1.000 [0.500, 1.500]",
+            "+1.000 [1.000, 1.000]",
+            "gemma",
+            "+1.000 [1.000, 1.000]",
+            "+1.000 [1.000, 1.000]",
+        ]
     ]
     assert [r[1] for r in learned_table(metrics).rows] == ["untrained", "trained"]
     assert examples_table(metrics).rows[0][2] == "I am a villager. (1.00)"

@@ -44,7 +44,10 @@ def candidate_record(text: str, parsed: bool, parts: Any) -> dict[str, Any]:
         "reward": parts.reward,
         "positive": parts.positive,
         "negative": -parts.negative,
+        # the Measurer's terms alone (clamped), before the length and format penalties
+        "content": parts.clamped,
         "penalty": parts.length_penalty,
+        "format_penalty": parts.format_penalty,
     }
 
 
@@ -147,7 +150,9 @@ def learned_summary(
     n = len(flat)
     if not n:
         return {}
-    magnitude = sum(abs(c["reward"] - c["penalty"]) + abs(c["penalty"]) for c, _, _ in flat)
+    magnitude = sum(
+        abs(c["content"]) + abs(c["penalty"]) + abs(c["format_penalty"]) for c, _, _ in flat
+    )
     return {
         "candidates": n,
         "words": sum(c["words"] for c, _, _ in flat) / n,
@@ -243,6 +248,9 @@ def held_out_details(
         if ks
         else {},
     }
+    # trained minus untrained in the Measurer's terms alone: the part of the held-out gain
+    # that is what the follower would answer, not the penalties for length and format
+    out["content"] = {"measurer": content_diff(measurer, n, resamples, seed)}
     if unseen:
         before = instance_means([c[:n] for c in unseen["pool"]])
         after = instance_means(unseen["after"])
@@ -252,12 +260,22 @@ def held_out_details(
             "after": interval(after, resamples, seed),
             "diff": paired_bootstrap_diff(before, after, resamples, seed).to_dict(),
         }
+        out["content"]["unseen"] = content_diff(unseen, n, resamples, seed)
     return out
+
+
+def content_diff(scored: Mapping[str, Any], n: int, resamples: int, seed: int) -> dict:
+    """The paired difference, trained minus untrained Refiner (its first ``n`` candidates),
+    of the per-instance mean of the Measurer's terms without the penalties."""
+    before = instance_means([c[:n] for c in scored["pool"]], "content")
+    after = instance_means(scored["after"], "content")
+    return paired_bootstrap_diff(before, after, resamples, seed).to_dict()
 
 
 def held_out_mlflow(game: str, details: Mapping[str, Any]) -> dict[str, float]:
     """The held-out details as MLflow metric names: ``held_out/G/terms/REFINER/TERM``,
-    ``held_out/G/best_of/ROW/FOLLOWER``, ``held_out/G/unseen/{before,after,diff}`` and
+    ``held_out/G/best_of/ROW/FOLLOWER``, ``held_out/G/unseen/{before,after,diff}``,
+    ``held_out/G/content_diff/FOLLOWER`` and
     ``held_out/G/learned/REFINER/KEY`` (estimates; the intervals stay in metrics.json)."""
     out: dict[str, float] = {}
     stem = f"held_out/{game}"
@@ -273,6 +291,9 @@ def held_out_mlflow(game: str, details: Mapping[str, Any]) -> dict[str, float]:
         part = (details.get("unseen") or {}).get(key)
         if part and part.get("n"):
             out[f"{stem}/unseen/{key}"] = float(part["estimate"])
+    for follower, part in (details.get("content") or {}).items():
+        if part.get("n"):
+            out[f"{stem}/content_diff/{follower}"] = float(part["estimate"])
     for refiner, values in (details.get("learned") or {}).items():
         for key, value in values.items():
             out[f"{stem}/learned/{refiner}/{key}"] = float(value)

@@ -486,25 +486,44 @@ def unseen_follower_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> T
     under a follower the Refiner never trained against."""
     rows = []
     for game, m in metrics_by_game.items():
-        unseen, reward = (m.get("held_out") or {}).get("unseen"), m.get("reward")
+        held_out, reward = m.get("held_out") or {}, m.get("reward")
+        unseen, content = held_out.get("unseen"), held_out.get("content") or {}
         if not unseen or not reward:
             continue
-        d, u = reward["diff"], unseen["diff"]
+
+        def cell(part: Mapping[str, Any] | None) -> str:
+            if not part or not part.get("n"):
+                return "-"
+            return diff_cell(part["estimate"], part["ci"], scale=1.0, digits=3)
+
         rows.append(
             [
                 game,
-                str(d["n"]),
-                diff_cell(d["estimate"], d["ci"], scale=1.0, digits=3),
+                str(reward["diff"]["n"]),
+                cell(reward["diff"]),
+                cell(content.get("measurer")),
                 unseen["model"],
-                diff_cell(u["estimate"], u["ci"], scale=1.0, digits=3),
+                cell(unseen["diff"]),
+                cell(content.get("unseen")),
             ]
         )
     return TextTable(
         "Held-out difference, trained minus untrained Refiner: the Measurer and an unseen follower",
-        ["game", "instances", "Measurer diff [95% CI]", "unseen follower", "its diff [95% CI]"],
+        [
+            "game",
+            "instances",
+            "Measurer diff [95% CI]",
+            "its terms alone",
+            "unseen follower",
+            "its diff [95% CI]",
+            "its terms alone",
+        ],
         rows,
         "Paired bootstrap over instances. The unseen follower is another model family, never "
-        "trained against: a gain that holds under it is not the Measurer's alone.",
+        "trained against: a gain that holds under it is not the Measurer's alone. 'Terms "
+        "alone': the reward without the length and format penalties (score.max_penalty, "
+        "score.off_format_penalty), i.e. what the follower would answer; a gain in the reward "
+        "but not in its terms was bought by format and length.",
     )
 
 
