@@ -61,12 +61,8 @@ def refiner_config(ctx, trained: bool, variant: str | None = None) -> LLMConfig:
     """The Refiner as tournaments play it (``evaluate.refiner_dtype``), untrained or with this
     game's trained adapter beside its weights (``variant``: the one trained on that other
     reward variant, ``grpo.variants``): the held-out reward compares them as they play."""
-    dtype = ctx.section.refiner_dtype
     adapter = ctx.path("grpo") / VARIANTS / variant if variant else ctx.path("grpo")
-    update = ({"adapter": str(adapter)} if trained else {}) | (
-        {"dtype": dtype} if dtype != "auto" else {}
-    )
-    return ctx.params.models.refiner.model_copy(update=update)
+    return ctx.params.refiner_model(ctx.game, adapter if trained else None)
 
 
 def plan(ctx) -> list[dict]:

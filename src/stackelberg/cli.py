@@ -1,10 +1,11 @@
 """The `stackelberg` command: play games (or one seat yourself), look at them as HTML pages,
-print evaluation reports, check and explain params files."""
+print evaluation reports, check and explain params files, serve the trained Refiner."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, get_args
@@ -295,6 +296,31 @@ def cmd_params(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    """The trained Refiner as an OpenAI-compatible service, until interrupted."""
+    from pydantic import ValidationError
+
+    from stackelberg.serving.bodies import ServeLimits
+    from stackelberg.serving.server import ServeError, serve
+    from stackelberg.settings import one_line
+
+    given = {k: v for k in ServeLimits.model_fields if (v := getattr(args, k)) is not None}
+    try:
+        limits = ServeLimits(**given)
+    except ValidationError as err:
+        flags = re.sub(
+            r"(^|; )(\w+):", lambda m: f"{m[1]}--{m[2].replace('_', '-')}:", one_line(err)
+        )
+        raise UsageError(flags) from None
+    try:
+        serve(args.refiner, args.params, args.measurer, args.host, args.port, limits)
+    except ServeError as err:
+        raise UsageError(str(err)) from None
+    except KeyboardInterrupt:
+        print("stackelberg serve: stopped", file=sys.stderr)
+    return 0
+
+
 def _backend(args: argparse.Namespace):
     from stackelberg.llm import make_llm
 
@@ -440,7 +466,45 @@ def build_parser() -> argparse.ArgumentParser:
         "--explain", action="store_true", help="every key with its default and what it sets"
     )
     params.set_defaults(func=cmd_params)
+    add_serve_parser(sub)
     return parser
+
+
+def add_serve_parser(sub: Any) -> None:
+    from stackelberg.serving.bodies import ServeLimits
+    from stackelberg.serving.server import PARAMS_MEASURER
+
+    serve = sub.add_parser(
+        "serve", help="serve the trained Refiner as an OpenAI-compatible chat endpoint"
+    )
+    serve.add_argument(
+        "--refiner", required=True, metavar="FOLDER", help="the LoRA adapter (models/refiner/GAME)"
+    )
+    serve.add_argument(
+        "--params",
+        default="params.yaml",
+        help="the params it was trained with: its base model, prompt, sampling, the Measurer "
+        "(default: params.yaml)",
+    )
+    serve.add_argument(
+        "--measurer",
+        nargs="?",
+        const=PARAMS_MEASURER,
+        metavar="MODEL",
+        help="also serve POST /v1/measure, the Measurer's reward: params' models.measurer, or "
+        "MODEL in its place",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1 (this machine)")
+    serve.add_argument("--port", type=int, default=8000, help="default: 8000")
+    for name, field in ServeLimits.model_fields.items():
+        kind = float if field.annotation is float else int
+        serve.add_argument(
+            f"--{name.replace('_', '-')}",
+            type=kind,
+            metavar="N",
+            help=f"{field.description} (default: {field.default})",
+        )
+    serve.set_defaults(func=cmd_serve)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -334,6 +334,17 @@ class Params(Settings):
         limit = self.for_game("grpo", game).max_completion_length
         return trained_sampling(self.for_game("sample", game), limit)
 
+    def refiner_model(self, game: str | None, adapter: str | Path | None = None) -> LLMConfig:
+        """The Refiner as tournaments play it (``evaluate.refiner_dtype``, the ``game``'s; None:
+        the shared section's), untrained or with a trained ``adapter`` beside its weights: the
+        one definition of the evaluate stage and of ``stackelberg serve``."""
+        section = self.evaluate if game is None else self.for_game("evaluate", game)
+        dtype = section.refiner_dtype
+        update = ({"adapter": str(adapter)} if adapter is not None else {}) | (
+            {"dtype": dtype} if dtype != "auto" else {}
+        )
+        return self.models.refiner.model_copy(update=update)
+
     def for_game(self, section: str, game: str) -> Any:
         """A stage section with the game's overrides applied (and validated)."""
         base = getattr(self, section)
