@@ -17,7 +17,7 @@ from stackelberg.serving.collector import Collector
 from stackelberg.serving.server import bind, running
 from stackelberg.serving.service import RefinerService
 
-PLANNED = re.compile(r'Your planned speech: "(.*)"')
+PLANNED = re.compile(r'Your planned speech: "(.*)"', re.S)
 #: how long a test waits for the server to reach a state (it gets there at once: a bound on
 #: a hang, not a timing the test depends on)
 STATE_WAIT_S = 30
