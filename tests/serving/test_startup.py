@@ -18,7 +18,7 @@ PARAMS = str(Path(__file__).resolve().parents[2] / "params.yaml")
 def adapter(tmp_path) -> Path:
     folder = tmp_path / "refiner"
     folder.mkdir()
-    (folder / ADAPTER_CONFIG).write_text("{}")
+    (folder / ADAPTER_CONFIG).write_text('{"peft_type": "LORA"}')
     return folder
 
 
@@ -32,6 +32,9 @@ def refused(capsys, *argv: str) -> str:
 def test_a_missing_or_plain_folder_is_refused(tmp_path, capsys):
     assert "no such folder" in refused(capsys, "--refiner", str(tmp_path / "none"))
     assert "not a LoRA adapter folder" in refused(capsys, "--refiner", str(tmp_path))
+    for config in ("{", "[]", '{"peft_type": "PROMPT_TUNING"}'):
+        (tmp_path / ADAPTER_CONFIG).write_text(config)
+        assert "is no LoRA adapter's" in refused(capsys, "--refiner", str(tmp_path))
 
 
 def test_a_port_in_use_is_refused(adapter, capsys):

@@ -25,6 +25,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from stackelberg.serving.bodies import (
     ChatBody,
@@ -132,6 +133,8 @@ def create_app(service: RefinerService, collector: Collector, limits: ServeLimit
     async def respond(request: Request, handle: Any) -> Response:
         try:
             answer = await handle(request)
+        except ClientDisconnect:  # gone while sending its body
+            return Response(status_code=CLIENT_GONE)
         except RequestError as err:
             return error_response(str(err), err.status, err.kind)
         except Busy as err:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import importlib.util
+import json
 import socket
 import threading
 from collections.abc import Iterator
@@ -49,6 +50,12 @@ def check_adapter(folder: str | Path) -> Path:
         )
     if not (path / ADAPTER_CONFIG).is_file():
         raise ServeError(f"--refiner {folder}: not a LoRA adapter folder (no {ADAPTER_CONFIG})")
+    try:
+        kind = json.loads((path / ADAPTER_CONFIG).read_text()).get("peft_type")
+    except (ValueError, AttributeError):
+        kind = None
+    if kind != "LORA":
+        raise ServeError(f"--refiner {folder}: its {ADAPTER_CONFIG} is no LoRA adapter's")
     return path
 
 
@@ -60,9 +67,17 @@ def read_params(path: str | Path) -> Params:
 
 
 def measurer_config(params: Params, model: str) -> Any:
-    """The Measurer as the pipeline scores (``models.measurer``), with ``model`` in its
-    place unless it is ``PARAMS_MEASURER``; refused if it cannot score."""
+    """The Measurer as the pipeline scores (``models.measurer``; an ensemble: its members),
+    with ``model`` in its place unless it is ``PARAMS_MEASURER``; refused if it cannot
+    score (params refuse an ensemble member that cannot)."""
     config = params.models.measurer
+    if isinstance(config, list):
+        if model != PARAMS_MEASURER:
+            raise ServeError(
+                f"--measurer {model}: models.measurer is an ensemble; serve it with "
+                f"--measurer {PARAMS_MEASURER}, or give params one Measurer model"
+            )
+        return config
     if model != PARAMS_MEASURER:
         config = config.model_copy(update={"model": model})
     if not config.can_score():
@@ -148,11 +163,15 @@ def load_service(adapter: str | Path, params: Params, measurer: Any = None) -> A
     config's model if given, behind a RefinerService; no response cache (a client's sampled
     answers are no pipeline's to keep)."""
     from stackelberg.llm import make_llm
+    from stackelberg.persuasion.measurer import load_measurer
     from stackelberg.serving.service import RefinerService
 
-    refiner = make_llm(params.refiner_model(None, adapter), cache="off")
+    def load(config: Any) -> Any:
+        return make_llm(config, cache="off")
+
+    refiner = load(params.refiner_model(None, adapter))
     return RefinerService(
-        refiner, params, make_llm(measurer, cache="off") if measurer is not None else None
+        refiner, params, load_measurer(measurer, load) if measurer is not None else None
     )
 
 
