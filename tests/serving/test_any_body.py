@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from serving.conftest import PretendModel, refine_message, serving
+from serving.conftest import WAIT_S, PretendModel, refine_message, serving
 from stackelberg.games import GAME_NAMES
 
 JSON = st.recursive(
@@ -90,7 +90,7 @@ def body_bytes(value) -> bytes:
 @pytest.fixture(scope="module")
 def server():
     with serving(PretendModel(), PretendModel()) as (url, _, _):
-        with httpx.Client(base_url=url) as http:
+        with httpx.Client(base_url=url, timeout=WAIT_S) as http:
             yield http
 
 

@@ -11,7 +11,7 @@ import openai
 import pytest
 from llm.test_adapter import adapter_dir  # noqa: F401 (a fixture: a tiny trained-like adapter)
 
-from serving.conftest import refine_message
+from serving.conftest import WAIT_S, refine_message
 from stackelberg.params import Params
 from stackelberg.serving.bodies import ServeLimits
 from stackelberg.serving.server import bind, load_service, running
@@ -48,7 +48,7 @@ def test_the_embedded_refiner_serves_the_openai_client(adapter_dir):  # noqa: F8
                     "desired": ["I will vote for Player 4."],
                     "undesired": ["I will vote for Player 2."],
                 },
-                timeout=120,
+                timeout=WAIT_S,
             ).json()
     finally:
         service.close()

@@ -13,7 +13,7 @@ import httpx
 import openai
 import pytest
 
-from serving.conftest import STATE_WAIT_S, PretendModel, refine_message, serving
+from serving.conftest import WAIT_S, PretendModel, refine_message, serving
 from stackelberg.agents.refiner import refiner_prompt_messages
 from stackelberg.games import make_game
 from stackelberg.params import Params
@@ -30,7 +30,7 @@ def refine(url: str, **fields):
 def wait_until(condition, what: str) -> None:
     """Wait for a state the server reaches on its own (bounded, so a bug fails, not hangs)."""
     done = threading.Event()
-    for _ in range(STATE_WAIT_S * 100):
+    for _ in range(WAIT_S * 100):
         if condition():
             return
         done.wait(0.01)
@@ -160,7 +160,7 @@ def test_a_bad_refine_request_is_a_400_of_one_line(pretend, fields, words):
 )
 def test_a_malformed_body_is_a_4xx_of_one_line(pretend, body, status, words):
     with serving(pretend) as (url, _, _):
-        answer = httpx.post(f"{url}/chat/completions", content=body)
+        answer = httpx.post(f"{url}/chat/completions", content=body, timeout=WAIT_S)
     error = answer.json()["error"]
     assert answer.status_code == status and words in error["message"], error
     assert "\n" not in error["message"] and not pretend.requests
@@ -168,8 +168,8 @@ def test_a_malformed_body_is_a_4xx_of_one_line(pretend, body, status, words):
 
 def test_an_unknown_path_or_method_is_openais_error_object(pretend):
     with serving(pretend) as (url, _, _):
-        missing = httpx.post(f"{url}/completions", json={})
-        wrong = httpx.get(f"{url}/chat/completions")
+        missing = httpx.post(f"{url}/completions", json={}, timeout=WAIT_S)
+        wrong = httpx.get(f"{url}/chat/completions", timeout=WAIT_S)
     assert missing.status_code == 404 and "/v1/completions" in missing.json()["error"]["message"]
     assert wrong.status_code == 405 and wrong.json()["error"]["type"] == "invalid_request_error"
 
@@ -248,7 +248,7 @@ def measure_body(**fields) -> dict:
 def test_the_measurer_scores_candidates_as_the_follower():
     measurer = PretendModel()
     with serving(PretendModel(), measurer) as (url, _, _):
-        answer = httpx.post(f"{url}/measure", json=measure_body()).json()
+        answer = httpx.post(f"{url}/measure", json=measure_body(), timeout=WAIT_S).json()
         models = [m.id for m in client(url).models.list()]
     assert models == ["refiner", "measurer"]
     # the pretend's log-probabilities: -0.1 per candidate word, -0.5 per response's place
@@ -261,10 +261,10 @@ def test_the_measurer_scores_candidates_as_the_follower():
 
 def test_measuring_without_a_measurer_or_with_a_bad_body_is_a_4xx(pretend):
     with serving(pretend) as (url, _, _):
-        absent = httpx.post(f"{url}/measure", json=measure_body())
+        absent = httpx.post(f"{url}/measure", json=measure_body(), timeout=WAIT_S)
     with serving(pretend, PretendModel()) as (url, _, _):
-        empty = httpx.post(f"{url}/measure", json=measure_body(desired=[]))
-        itself = httpx.post(f"{url}/measure", json=measure_body(follower=2))
+        empty = httpx.post(f"{url}/measure", json=measure_body(desired=[]), timeout=WAIT_S)
+        itself = httpx.post(f"{url}/measure", json=measure_body(follower=2), timeout=WAIT_S)
     assert absent.status_code == 404 and "--measurer" in absent.json()["error"]["message"]
     assert empty.status_code == 400 and "desired" in empty.json()["error"]["message"]
     assert itself.status_code == 400 and "follow itself" in itself.json()["error"]["message"]
