@@ -4,6 +4,10 @@ The tracking URI is $MLFLOW_TRACKING_URI, else params ``tracking.tracking_uri`` 
 file in the project by default). The pipeline flow opens a parent run and hands its id to
 stages through $STACKELBERG_PARENT_RUN_ID, so a stage run by ``dvc repro`` in its own
 process still lands under the pipeline run that started it.
+
+Every run is tagged with where it came from (``stackelberg.provenance.source_tags``): the
+project's commit and the params file, so that a table read back from MLflow names what
+produced it.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from stackelberg.provenance import source_tags
 
 if TYPE_CHECKING:
     from flows.context import StageContext
@@ -88,7 +94,7 @@ def stage_run(ctx: StageContext) -> Iterator[Tracker]:
         run_name=f"{ctx.stage}@{ctx.game}",
         nested=nested,
         parent_run_id=None if nested else parent,
-        tags={"stage": ctx.stage, "game": ctx.game},
+        tags={"stage": ctx.stage, "game": ctx.game, **source_tags()},
     ) as run:
         params = flatten(
             ctx.stage if ctx.stage != "base_model" else "models", ctx.section_dump()["section"]
@@ -105,7 +111,7 @@ def pipeline_run(params, name: str = "pipeline") -> Iterator[Tracker]:
 
     experiment_id = setup_mlflow(params.tracking)
     with mlflow.start_run(
-        experiment_id=experiment_id, run_name=name, tags={"stage": "pipeline"}
+        experiment_id=experiment_id, run_name=name, tags={"stage": "pipeline", **source_tags()}
     ) as run:
         os.environ[PARENT_ENV] = run.info.run_id
         try:

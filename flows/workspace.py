@@ -13,10 +13,13 @@ on every call; what the stages wrote is kept.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from stackelberg.provenance import SOURCE_FILE, project_source
 
 ROOT = Path(__file__).resolve().parents[1]
 #: what a workspace holds of the project: the code the stages run and the graph
@@ -34,9 +37,11 @@ def _git(args: list[str], root: Path) -> None:
     )
 
 
-def make_workspace(root: str | Path, params: str) -> Path:
-    """Copy the code and ``params`` (the params.yaml text) into ``root``, a git and DVC
-    repository (made on first use), and commit the copy when it changed."""
+def make_workspace(root: str | Path, params: str, params_name: str = "params.yaml") -> Path:
+    """Copy the code and ``params`` (the params.yaml text, from the file ``params_name``)
+    into ``root``, a git and DVC repository (made on first use), with a record of the
+    project's commit (``SOURCE_FILE``, read by the MLflow tags), and commit the copy when it
+    changed."""
     root = Path(root).resolve()
     root.mkdir(parents=True, exist_ok=True)
     for name in CODE:
@@ -45,12 +50,15 @@ def make_workspace(root: str | Path, params: str) -> Path:
     for name in FILES:
         shutil.copy(ROOT / name, root / name)
     (root / "params.yaml").write_text(params)
+    source = project_source(ROOT, params_name)
+    (root / SOURCE_FILE).write_text(json.dumps(source, indent=1) + "\n")
     if not (root / ".git").exists():
         _git(["init", "-q"], root)
     if not (root / ".dvc").exists():
         subprocess.run(["dvc", "init", "-q"], cwd=root, check=True, capture_output=True)
-    _git(["add", "-A", *CODE, *FILES, "params.yaml", ".dvc"], root)
-    _git(["commit", "-q", "--allow-empty", "-m", "the project's code and params"], root)
+    _git(["add", "-A", *CODE, *FILES, "params.yaml", SOURCE_FILE, ".dvc"], root)
+    message = f"the project's code at {source['commit']} and {params_name}"
+    _git(["commit", "-q", "--allow-empty", "-m", message], root)
     return root
 
 
@@ -70,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     except ParamsError as err:
         print(f"workspace: {params}: {err}", file=sys.stderr)
         return 2
-    print(make_workspace(args.folder, params.read_text()))
+    print(make_workspace(args.folder, params.read_text(), args.params))
     return 0
 
 

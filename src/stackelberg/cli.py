@@ -231,11 +231,35 @@ def trained_routes(kinds: Sequence[str], args: argparse.Namespace) -> dict[str, 
 def cmd_report(args: argparse.Namespace) -> int:
     from stackelberg.evaluation.report import load_metrics, markdown_report, terminal_report
 
-    try:
-        metrics = load_metrics(args.path)
-    except (FileNotFoundError, ValueError) as err:
-        raise UsageError(str(err)) from None
-    print(markdown_report(metrics) if args.markdown else terminal_report(metrics))
+    extra = []
+    if args.mlflow:
+        import os
+
+        from stackelberg.evaluation.mlflow_runs import logged_evaluations, provenance_table
+        from stackelberg.params import TrackingParams
+
+        uri = (
+            args.tracking_uri
+            or os.environ.get("MLFLOW_TRACKING_URI")
+            or TrackingParams().tracking_uri
+        )
+        try:
+            logged = logged_evaluations(args.mlflow, uri)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+        if not logged:
+            raise UsageError(f"MLflow experiment {args.mlflow!r}: no finished evaluate run")
+        metrics = {e.game: e.metrics for e in logged}
+        extra.append(provenance_table(logged, args.mlflow))
+    else:
+        try:
+            metrics = load_metrics(args.path)
+        except (FileNotFoundError, ValueError) as err:
+            raise UsageError(str(err)) from None
+    if args.markdown:
+        print(markdown_report(metrics, extra_tables=extra))
+    else:
+        print(terminal_report(metrics, extra))
     return 0
 
 
@@ -427,6 +451,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="a metrics.json, a folder with one, or a folder of game folders (default: reports)",
     )
     report.add_argument("--markdown", action="store_true", help="print markdown tables")
+    report.add_argument(
+        "--mlflow",
+        metavar="EXPERIMENT",
+        help="read each game's newest finished evaluate run of this MLflow experiment "
+        "instead of metrics.json files, and name the runs, commits and params files",
+    )
+    report.add_argument(
+        "--tracking-uri",
+        help="the MLflow store (default: $MLFLOW_TRACKING_URI, else tracking.tracking_uri's "
+        "default, the project's sqlite:///mlruns.db)",
+    )
     report.set_defaults(func=cmd_report)
     view = sub.add_parser("view", help="write HTML pages of recorded games, with an index")
     view.add_argument(

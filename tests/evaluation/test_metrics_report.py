@@ -358,3 +358,44 @@ def test_metrics_written_before_the_training_key_still_render(tiny_metrics):
     assert titles == [t.title for t in report_tables({"avalon": tiny_metrics})]
     assert not any("GRPO training reward" in t for t in titles)
     assert "Held-out Measurer reward" in markdown_report({"avalon": old})
+
+
+@pytest.mark.slow
+def test_the_report_read_back_from_mlflow_names_its_runs(tmp_path, tiny_metrics, capsys):
+    """Each game's newest finished evaluate run, its metrics.json artifact and its source
+    tags: what ``stackelberg report --mlflow`` prints."""
+    import mlflow
+
+    from stackelberg.cli import main
+    from stackelberg.evaluation.mlflow_runs import logged_evaluations
+    from stackelberg.provenance import COMMIT_TAG, PARAMS_TAG
+
+    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    exp = client.create_experiment("study", artifact_location=str(tmp_path / "art"))
+
+    def log(game: str, start: int, commit: str, finished: bool = True, reward: float = 0.0):
+        run = client.create_run(exp, start_time=start, tags={"stage": "evaluate", "game": game})
+        client.set_tag(run.info.run_id, COMMIT_TAG, commit)
+        client.set_tag(run.info.run_id, PARAMS_TAG, "configs/study.yaml")
+        metrics = {**tiny_metrics, "game": game, "marker": reward}
+        (tmp_path / "metrics.json").write_text(json.dumps(metrics))
+        client.log_artifact(run.info.run_id, str(tmp_path / "metrics.json"))
+        if finished:
+            client.set_terminated(run.info.run_id)
+        return run.info.run_id
+
+    log("avalon", 1_000, "old", reward=1.0)
+    newest = log("avalon", 2_000, "abc123", reward=2.0)
+    log("avalon", 3_000, "unfinished", finished=False, reward=3.0)  # still running or killed
+    other = client.create_run(exp, start_time=4_000, tags={"stage": "grpo", "game": "avalon"})
+    client.set_terminated(other.info.run_id)
+
+    [logged] = logged_evaluations("study", uri)
+    assert (logged.game, logged.run_id, logged.commit) == ("avalon", newest, "abc123")
+    assert logged.params == "configs/study.yaml" and logged.metrics["marker"] == 2.0
+    assert main(["report", "--mlflow", "study", "--tracking-uri", uri, "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert f"| avalon | {newest} |" in squeeze(out) and "abc123" in out
+    assert main(["report", "--mlflow", "nope", "--tracking-uri", uri]) == 2
+    assert "'nope' not found" in capsys.readouterr().err
