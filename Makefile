@@ -1,5 +1,6 @@
-# The two entry points of the README, and the study. Each installs into ./.venv first (idempotent).
-.PHONY: run test study install
+# The two entry points of the README, the study and the followers' run. Each installs into
+# ./.venv first (idempotent).
+.PHONY: run test study followers limits install
 
 install:
 	bash scripts/install.sh
@@ -12,3 +13,11 @@ test: install
 
 study: install
 	bash scripts/study.sh
+
+# ensemble vs single Measurer under a third follower, and its behaviour (docs/followers.md)
+followers: install
+	STUDY_PARAMS=configs/followers.yaml STUDY_WORKSPACE=runs/followers bash scripts/study.sh evaluate@werewolf
+
+# one Refiner for all games, and training on the speaker's own view (docs/limits.md)
+limits: install
+	STUDY_PARAMS=configs/limits.yaml STUDY_WORKSPACE=runs/limits bash scripts/study.sh

@@ -20,6 +20,7 @@ from flows import graph
 from stackelberg.llm import LLMConfig, make_llm
 from stackelberg.params import ModelsParams, Params, entry_models, load_params
 from stackelberg.persuasion.context import InstanceView, instance_rows
+from stackelberg.persuasion.measurer import load_measurer
 
 #: the params section of a stage not named after it (both run once, not per game)
 SECTION_OF = {"base_model": "models", "report": "evaluate"}
@@ -154,8 +155,14 @@ class StageContext:
         return instance_rows(self.path(stage), dataset, self.path("selfplay"), ids)
 
     def llm(self, role: str):
-        """The backend of ``models.<role>`` (refiner or measurer; one model)."""
+        """The backend of ``models.<role>``, one model (the Refiner's base; the Measurer,
+        which may be an ensemble: ``measurer``)."""
         return get_llm(getattr(self.params.models, role))
+
+    def measurer(self):
+        """The Measurer (``models.measurer``): one model's backend, or an ensemble of its
+        members' (``persuasion.measurer.Ensemble``), each loaded once per process."""
+        return load_measurer(self.params.models.measurer, get_llm)
 
     def model(self, config: LLMConfig):
         """The backend of one model config (e.g. the one a game drew from a list)."""

@@ -20,14 +20,16 @@ the models, frees memory between them, and writes the outputs.
 from __future__ import annotations
 
 import json
-from contextlib import nullcontext
+from contextlib import ExitStack
 
 from stackelberg.datasets import of_split, read_dataset, seed_of
 from stackelberg.evaluation.ablation import VARIANT_KEY
+from stackelberg.evaluation.behaviour import behaviour_followers
 from stackelberg.evaluation.held_out import held_out_details
 from stackelberg.evaluation.held_out_scoring import (
     TRAINED,
     UNTRAINED,
+    BehaviourRun,
     candidate_seeds,
     held_out_reward,
     sample_held_out,
@@ -48,6 +50,8 @@ from stackelberg.llm import LLMConfig
 from stackelberg.llm.local.threads import BackgroundLane
 from stackelberg.params import draw_model
 from stackelberg.persuasion.candidates import dataset_rates
+from stackelberg.persuasion.intents import SCRIPTED
+from stackelberg.persuasion.measurer import measurer_backends
 from stackelberg.training.grpo_outputs import TRAIN_HISTORY, VARIANTS, train_history_rates
 from stackelberg.viewer import render_pages, tournament_entries, write_pages
 
@@ -114,13 +118,17 @@ def held_out_beside_tournament(ctx, part: slice) -> dict:
         return tournaments(ctx, part) | held_out_scores(ctx, None, sampled)
     measurer = held_out_measurer(ctx, also=(refiner_config(ctx, trained=True),))
     routes = tournament_routes(ctx, keep=("measurer",))
-    store = getattr(measurer, "prefix_store", None)
+    backends = measurer_backends(measurer)
+    stores = {id(s): s for b in backends if (s := getattr(b, "prefix_store", None)) is not None}
     if any(
-        route is measurer or (store is not None and getattr(route, "prefix_store", None) is store)
+        route is b or id(getattr(route, "prefix_store", None)) in stores
         for route in routes.values()
+        for b in backends
     ):
         return tournaments(ctx, part, routes) | held_out_scores(ctx, measurer, sampled)
-    with store.own_budget() if store is not None else nullcontext():
+    with ExitStack() as budgets:  # each store (an ensemble: each member's) on its own
+        for store in stores.values():
+            budgets.enter_context(store.own_budget())
         with BackgroundLane(held_out_scores, ctx, measurer, sampled) as lane:
             played = tournaments(ctx, part, routes)
         return played | lane.join()
@@ -136,7 +144,7 @@ def held_out_samples(ctx) -> dict:
     rows, views = ctx.instances("intents", df["instance_id"].to_list())
     # Every Refiner prompted and stopped as the trained one plays.
     sampling = ctx.params.refiner_sampling(ctx.game).model_copy(update={"n": p.n})
-    variants = ctx.params.for_game("grpo", ctx.game).variants
+    variants = ctx.params.for_game("grpo", ctx.game).refiner_variants()
     # The Refiners sample first, beside the players only: the Measurer and the Refiner base
     # left by earlier stages (one copy in float32, two when the Measurer has its own dtype)
     # make room for loading the Refiners' base (read in float32, then int8; the trained
@@ -153,21 +161,39 @@ def held_out_measurer(ctx, also: tuple[LLMConfig, ...] = ()):
     base's float32 weights before int8) goes back first (the stage's peak memory); ``also``
     stays loaded (the trained Refiner, for tables that play next)."""
     ctx.release_models("measurer", "player", "labeler", also=also)
-    return ctx.llm("measurer")
+    return ctx.measurer()
 
 
 def held_out_scores(ctx, measurer, sampled: dict) -> dict:
     """The held-out reward (``held_out_reward``) under the Measurer and, with
-    ``models.unseen_follower``, under that follower too, loaded when its turn comes."""
-    unseen = ctx.params.models.unseen_follower
+    ``models.unseen_follower``, under that follower too, loaded when its turn comes; with
+    ``evaluate.behaviour.responses``, the followers' judged responses (``behaviour_run``)."""
+    config = ctx.params.models.unseen_follower
+    unseen = None if config is None else (lambda: ctx.model(config), config.model)
     return held_out_reward(
         sampled,
         ctx.section.n,
         ctx.params.for_game("score", ctx.game),
         f"evaluate@{ctx.game}",
         measurer,
-        unseen=None if unseen is None else (lambda: ctx.model(unseen), unseen.model),
+        unseen=unseen,
+        behaviour=behaviour_run(ctx, measurer, unseen),
     )
+
+
+def behaviour_run(ctx, measurer, unseen) -> BehaviourRun | None:
+    """Who responds to the held-out candidates and who judges (``evaluate.behaviour``): the
+    scripted labeler's rule, or the LLM labeler (models.labeler; a list: the one drawn for
+    evaluate.seed). None without responses asked for."""
+    settings = ctx.section.behaviour
+    if not settings.responses:
+        return None
+    entry = ctx.params.models.measurer
+    model = getattr(entry, "model", "ensemble")  # a list is an ensemble: its members respond
+    followers = behaviour_followers(settings.followers, measurer, model, unseen)
+    scheme = ctx.params.for_game("label", ctx.game).scheme
+    labeler = draw_model(ctx.params.models.labeler, ctx.section.seed)
+    return BehaviourRun(settings, followers, None if scheme == SCRIPTED else ctx.model(labeler))
 
 
 def tournament_routes(ctx, keep: tuple[str, ...] = ()) -> dict:

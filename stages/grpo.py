@@ -19,7 +19,7 @@ from pathlib import Path
 from stackelberg.agents.refiner import Candidate, parse_refiner_output
 from stackelberg.datasets import labeled_split
 from stackelberg.persuasion.candidates import refiner_prompt
-from stackelberg.persuasion.measurer import measure_completions
+from stackelberg.persuasion.measurer import ensemble_names, measure_completions, member_variant
 from stackelberg.training.grpo import train_refiner
 from stackelberg.training.grpo_outputs import (
     PARSE_RATE,
@@ -39,13 +39,20 @@ from stackelberg.training.prompt_rewards import (
 
 def plan(ctx) -> list[dict]:
     """The game's Refiner, then one per other reward variant (``grpo.variants``, the
-    ablation), on the same instances."""
+    ablation), then one per member of an ensemble Measurer trained against it alone
+    (``grpo.member_refiners``), on the same instances."""
     df = labeled_split(ctx.path("label"), "train", "train the Refiner on")
     ids = df["instance_id"].to_list()
     variants = ctx.section.variants
-    return [{"label": "train", "ids": ids}] + [
-        {"label": f"train on the {v} reward", "ids": ids, "variant": v} for v in variants
-    ]
+    members = ctx.section.member_refiners
+    return (
+        [{"label": "train", "ids": ids}]
+        + [{"label": f"train on the {v} reward", "ids": ids, "variant": v} for v in variants]
+        + [
+            {"label": f"against {m} alone", "ids": ids, "variant": member_variant(m), "member": m}
+            for m in members
+        ]
+    )
 
 
 def work(ctx, item) -> dict:
@@ -56,13 +63,13 @@ def work(ctx, item) -> dict:
     ctx.path().parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".grpo-", dir=ctx.path().parent) as scratch:
         adapter = Path(scratch) / "adapter"
-        variant = item.get("variant")
+        variant, member = item.get("variant"), item.get("member")
         if settings.launch == "none":
-            train_game(ctx, item["ids"], adapter, variant)
+            train_game(ctx, item["ids"], adapter, variant, member)
         else:
             ctx.release_models()  # the GPUs' memory is the launched processes'
             job = Path(scratch) / "job.pkl"
-            job.write_bytes(pickle.dumps((ctx, item["ids"], variant)))
+            job.write_bytes(pickle.dumps((ctx, item["ids"], variant, member)))
             run_launched(launch_command(settings, __spec__.name, [str(job), str(adapter)]))
         summary = json.loads((adapter / TRAIN_HISTORY).read_text())
         # The files travel in the (persisted) result: `dvc repro` deletes the stage's
@@ -71,10 +78,14 @@ def work(ctx, item) -> dict:
     return {**summary, "adapter_files": files, "variant": variant}
 
 
-def train_game(ctx, ids: list[str], adapter_dir: Path, variant: str | None = None) -> None:
+def train_game(
+    ctx, ids: list[str], adapter_dir: Path, variant: str | None = None, member: str | None = None
+) -> None:
     """Train the game's Refiner on the instances ``ids`` (``variant``: on that reward
-    variant instead of score.variant); the adapter and its history land in ``adapter_dir``
-    (in a launched run, from the main process only)."""
+    variant instead of score.variant; with ``member``, the variant trained against that
+    member of an ensemble Measurer alone); the adapter and its history land in
+    ``adapter_dir`` (in a launched run, from the main process only). An ensemble's members'
+    mean rewards go into each step's history (``member_reward/NAME``)."""
     # Training loads its own copy of the Refiner: only the Measurer and the Refiner's
     # tokenizer stay loaded beside it (the players and the labeler come back for evaluate).
     ctx.release_models("refiner", "measurer", keep_prefixes=("measurer",))
@@ -82,10 +93,13 @@ def train_game(ctx, ids: list[str], adapter_dir: Path, variant: str | None = Non
     refiner_cfg = ctx.params.models.refiner
     if refiner_cfg.backend != "local":
         raise ValueError("grpo: models.refiner must be a local model (a checkpoint to train)")
-    measurer = ctx.llm("measurer")
+    measurer = ctx.measurer()
     score = ctx.params.for_game("score", ctx.game)
-    if variant is not None:
+    if member is not None:
+        measurer = measurer.member(member)
+    elif variant is not None:
         score = score.model_copy(update={"variant": variant})
+    members = ensemble_names(measurer)
     by_id = {r["instance_id"]: (r, v) for r, v in zip(rows, views, strict=True)}
     prompting = ctx.params.refiner_sampling(ctx.game)
     output_format = prompting.output_format
@@ -109,6 +123,7 @@ def train_game(ctx, ids: list[str], adapter_dir: Path, variant: str | None = Non
         for i, iid in enumerate(instance_id):
             groups[iid].append(i)
         rewards = [0.0] * len(completions)
+        member_sums = [0.0] * len(members)
         n_parsed = 0
         for iid, idx in groups.items():
             row, view = by_id[iid]
@@ -124,8 +139,11 @@ def train_game(ctx, ids: list[str], adapter_dir: Path, variant: str | None = Non
             measured = measure_completions(measurer, row, view, cands, score, room)
             for i, p in zip(idx, measured.parts, strict=True):
                 rewards[i] = p.reward
+                member_sums = [a + b for a, b in zip(member_sums, p.member_rewards, strict=True)]
         if log_metric is not None and completions:  # the step's parse rate, in its history
             log_metric(PARSE_RATE, n_parsed / len(completions))
+            for name, total in zip(members, member_sums, strict=True):
+                log_metric(f"member_reward/{name}", total / len(completions))
         if step is not None:  # each prompt's mean reward per step, the curve's evidence
             records.extend(prompt_reward_records(step, instance_id, rewards))
         return rewards
@@ -247,8 +265,8 @@ def main(argv: list[str] | None = None) -> None:
 
         if torch.cuda.is_available():
             torch.cuda.set_device(int(local_rank))
-    ctx, ids, variant = pickle.loads(Path(job).read_bytes())
-    train_game(ctx, ids, Path(adapter_dir), variant)
+    ctx, ids, variant, member = pickle.loads(Path(job).read_bytes())
+    train_game(ctx, ids, Path(adapter_dir), variant, member)
 
 
 if __name__ == "__main__":

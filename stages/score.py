@@ -7,7 +7,7 @@ import polars as pl
 
 from stackelberg.datasets import batches, from_rows, labeled_split, read_dataset, write_dataset
 from stackelberg.persuasion.candidates import dataset_candidates
-from stackelberg.persuasion.measurer import measure_completions
+from stackelberg.persuasion.measurer import ensemble_names, measure_completions
 
 #: the Measurer's computed contexts stay for the grpo stage, which runs next and scores the
 #: same train instances' contexts (an instance's context does not depend on its candidates)
@@ -26,7 +26,8 @@ def work(ctx, item) -> list[dict]:
         pl.col("instance_id").is_in(item["ids"])
     )
     settings = ctx.section
-    llm = ctx.llm("measurer")
+    llm = ctx.measurer()
+    members = ensemble_names(llm)
     room = ctx.params.refiner_sampling(ctx.game).max_new_tokens  # a candidate's room
     out = []
     for row, view in zip(rows, views, strict=True):
@@ -59,6 +60,8 @@ def work(ctx, item) -> list[dict]:
                     "variant": settings.variant,
                     "aggregation": settings.aggregation,
                     "history_cut": cut,
+                    "members": members,
+                    "member_rewards": list(p.member_rewards),
                 }
             )
     return out
@@ -70,10 +73,24 @@ def finish(ctx, results) -> dict:
     base = df.filter(pl.col("source") == "base")["reward"]
     refined = df.filter(pl.col("source") == "refiner")["reward"]
     cut = df.group_by("instance_id").agg(pl.col("history_cut").first())["history_cut"]
-    return {
+    return member_means(df) | {
         "scored": df.height,
         "reward_mean.refiner": refined.mean() if refined.len() else float("nan"),
         "reward_std.refiner": refined.std() if refined.len() > 1 else float("nan"),
         "reward_mean.base": base.mean() if base.len() else float("nan"),
         "prompts_cut": int((cut > 0).sum()),
+    }
+
+
+def member_means(df: pl.DataFrame) -> dict[str, float]:
+    """An ensemble Measurer's members: each one's mean reward of the Refiner's candidates
+    (``reward_mean.refiner.NAME``; one model: none)."""
+    rows = df.filter(pl.col("source") == "refiner")
+    if rows.is_empty() or not rows["members"][0].len():
+        return {}
+    names = rows["members"][0].to_list()
+    rewards = rows["member_rewards"].to_list()
+    return {
+        f"reward_mean.refiner.{name}": sum(r[i] for r in rewards) / len(rewards)
+        for i, name in enumerate(names)
     }

@@ -77,6 +77,9 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
         "variant": pl.String,
         "aggregation": pl.String,
         "history_cut": pl.Int64,  # history messages dropped to fit the Measurer's window
+        # an ensemble Measurer's members, and the candidate's reward under each ([]: one model)
+        "members": pl.List(pl.String),
+        "member_rewards": pl.List(pl.Float64),
     },
 }
 

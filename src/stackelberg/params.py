@@ -36,7 +36,12 @@ from stackelberg.games import GAME_NAMES, check_game_name
 from stackelberg.llm.config import Dtype, LLMConfig
 from stackelberg.persuasion.candidates import SampleSettings, trained_sampling
 from stackelberg.persuasion.intents import LabelSettings
-from stackelberg.persuasion.measurer import ScoreSettings
+from stackelberg.persuasion.measurer import (
+    MeasurerEntry,
+    MeasurerMember,
+    ScoreSettings,
+    member_names,
+)
 from stackelberg.settings import Settings, one_line
 from stackelberg.training.grpo_settings import GRPOSettings
 from stackelberg.training.lspo import GAME as LSPO_GAME
@@ -93,9 +98,11 @@ class ModelsParams(Settings):
         default_factory=lambda: LLMConfig(model="models/base"),
         description="the Refiner's base model (local backend: GRPO trains a LoRA on it)",
     )
-    measurer: LLMConfig = Field(
+    measurer: MeasurerEntry = Field(
         default_factory=lambda: LLMConfig(model="models/base"),
-        description="the Measurer that plays the follower and scores responses",
+        description="the Measurer that plays the follower and scores responses (a list: an "
+        "ensemble follower, every member scores and the reward is the weighted mean of "
+        "their rewards, each member's kept beside it)",
     )
     player: ModelEntry = Field(
         default_factory=lambda: LLMConfig(model="models/base"),
@@ -116,11 +123,22 @@ class ModelsParams(Settings):
             raise ValueError("'backend' is now 'labeler' (the intent labeling LLM): rename the key")
         return data
 
-    @field_validator("labeler", "player")
+    @field_validator("labeler", "player", "measurer")
     @classmethod
     def _not_empty(cls, value: ModelEntry) -> ModelEntry:
         if isinstance(value, list) and not value:
             raise ValueError("an empty list of models; give one model or several")
+        return value
+
+    @field_validator("measurer")
+    @classmethod
+    def _members_named_once(cls, value: MeasurerEntry) -> MeasurerEntry:
+        if isinstance(value, list):
+            names = member_names(value)
+            if twice := sorted({n for n in names if names.count(n) > 1}):
+                raise ValueError(
+                    f"two members named {twice[0]!r}; give each member its own name (name: ...)"
+                )
         return value
 
 
@@ -182,6 +200,30 @@ class SelectParams(Settings):
     min_words: int = Field(3, ge=1, description="speech shorter than this is not an instance")
 
 
+class BehaviourSettings(Settings):
+    """``evaluate.behaviour``: the follower's responses to held-out candidates, judged
+    (``evaluation.behaviour``)."""
+
+    responses: int = Field(
+        0,
+        ge=0,
+        description="follower responses sampled after each held-out candidate of the "
+        "untrained (its first evaluate.n) and every trained Refiner, each judged as matching "
+        "a desired or an undesired response (0: none)",
+    )
+    followers: list[Literal["unseen", "measurer"]] = Field(
+        default_factory=lambda: ["unseen"],
+        description="who responds: unseen (models.unseen_follower), measurer (the Measurer; "
+        "an ensemble: each member)",
+    )
+    speech_tokens: int = Field(24, ge=4, description="new tokens of a response")
+    temperature: float = Field(0.7, ge=0, description="sampling temperature of a response")
+    top_p: float = Field(0.9, gt=0, le=1, description="nucleus sampling of a response")
+    judge_tokens: int = Field(
+        6, ge=1, description="an LLM judge (label.scheme not scripted): new tokens of its answer"
+    )
+
+
 class EvaluateParams(PlayerParams):
     n: int = Field(4, ge=1, description="candidates per held-out instance and Refiner")
     bootstrap: int = Field(2000, ge=100, description="bootstrap resamples for the intervals")
@@ -224,6 +266,11 @@ class EvaluateParams(PlayerParams):
         ge=0,
         description="tournament games written as viewer pages (reports/GAME/games, MLflow "
         "artifacts): the first of each condition, in turn",
+    )
+    behaviour: BehaviourSettings = Field(
+        default_factory=BehaviourSettings,
+        description="behaviour, not just the Measurer's number: the follower responds to "
+        "held-out candidates and the labeler judges its responses",
     )
 
 
@@ -388,6 +435,15 @@ def _where(role: str, entry: ModelEntry, i: int) -> str:
     return f"models.{role}[{i}]" if isinstance(entry, list) else f"models.{role}"
 
 
+def unscoring(role: str, entry: ModelEntry) -> tuple[str, LLMConfig] | None:
+    """The first model of ``models.<role>`` that gives no log-probabilities, with its place
+    (``models.player[1]``); None when every one can score."""
+    for i, config in enumerate(entry_models(entry)):
+        if not config.can_score():
+            return _where(role, entry, i), config
+    return None
+
+
 def check_pairings(params: Params) -> None:
     """Refuse, before anything starts, what cannot work: a role on a backend that cannot do
     what the role needs, and agents that do not exist or do not fit the game."""
@@ -398,12 +454,13 @@ def check_pairings(params: Params) -> None:
     from stackelberg.persuasion.intents import SCRIPTED
 
     models = params.models
-    if not models.measurer.can_score():
+    if found := unscoring("measurer", models.measurer):
         raise ParamsError(
-            f"models.measurer: the Measurer scores responses by their log-probabilities, but "
-            f"the {models.measurer.describe()} gives none; use a local model or a vLLM server "
+            f"{found[0]}: the Measurer scores responses by their log-probabilities, but the "
+            f"{found[1].describe()} gives none; use a local model or a vLLM server "
             "(backend: openai)"
         )
+    check_followers(params)
     unseen = models.unseen_follower
     if unseen is not None and not unseen.can_score():
         raise ParamsError(
@@ -426,13 +483,12 @@ def check_pairings(params: Params) -> None:
             section = params.for_game(stage, game)
             if section.choice != "score":
                 continue
-            for i, config in enumerate(entry_models(models.player)):
-                if not config.can_score():
-                    raise ParamsError(
-                        f"{_where('player', models.player, i)}: {stage}.choice is 'score' "
-                        f"({game}), but the {config.describe()} gives no log-probabilities; "
-                        "set choice: auto or generate, or use a model that can score"
-                    )
+            if found := unscoring("player", models.player):
+                raise ParamsError(
+                    f"{found[0]}: {stage}.choice is 'score' ({game}), but the "
+                    f"{found[1].describe()} gives no log-probabilities; set choice: auto or "
+                    "generate, or use a model that can score"
+                )
         selfplay, evaluate = params.for_game("selfplay", game), params.for_game("evaluate", game)
         try:
             n = make_game(game, selfplay.options).reset(selfplay.seed).n_players
@@ -466,6 +522,32 @@ def check_pairings(params: Params) -> None:
             make_game(game, getattr(params, section).options)
         except ConfigError as err:
             raise ParamsError(f"{section}.options: {err}") from None
+
+
+def check_followers(params: Params) -> None:
+    """Refuse what the ensemble-vs-single comparison and the behaviour check cannot do: a
+    Refiner against a member the Measurer does not have, a response from an unseen follower
+    that is not set."""
+    measurer = params.models.measurer
+    members = member_names(measurer) if isinstance(measurer, list) else []
+    for game in params.games:
+        for name in params.for_game("grpo", game).member_refiners:
+            if name not in members:
+                have = f"its members: {', '.join(members)}" if members else "it is one model"
+                raise ParamsError(
+                    f"grpo.member_refiners ({game}): {name!r} is no member of models.measurer "
+                    f"({have}); name a member of an ensemble Measurer (a list)"
+                )
+        behaviour = params.for_game("evaluate", game).behaviour
+        if (
+            behaviour.responses
+            and "unseen" in behaviour.followers
+            and not params.models.unseen_follower
+        ):
+            raise ParamsError(
+                f"evaluate.behaviour.followers ({game}): the unseen follower responds, but "
+                "models.unseen_follower is null; set it, or list measurer only"
+            )
 
 
 def needs_later_model(cls: type) -> bool:
@@ -502,4 +584,9 @@ def explain(model: type[BaseModel] | None = None, prefix: str = "") -> list[tupl
         rows.append(
             ("models.<role>.weight", "1.0", WeightedLLMConfig.model_fields["weight"].description)
         )
+        rows += [
+            (f"models.measurer[].{key}", json.dumps(field.default), field.description or "")
+            for key, field in MeasurerMember.model_fields.items()
+            if key not in LLMConfig.model_fields
+        ]
     return rows

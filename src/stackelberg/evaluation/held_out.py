@@ -8,6 +8,11 @@
   speech at play time; the trained Refiner costs none.
 - **An unseen follower**: the same candidates scored by a model the Refiner never trained
   against (the paper's first named limit: the Measurer is not the real follower).
+- **Ensemble vs single Measurer**: the Refiner trained against an ensemble Measurer next to
+  each trained against one member alone (``grpo.member_refiners``), under the ensemble, each
+  member and the unseen follower, which none trained against.
+- **Behaviour**: the share of a follower's responses to the candidates that match a desired
+  response minus the share that match an undesired one (``behaviour``).
 - **What the Refiner learned**: length, parse rate, the length penalty's share of the
   reward, and how much of a candidate repeats the responses it is scored on (word 3-gram
   overlap, verbatim copies): a gain made by copying the desired responses into the speech
@@ -23,8 +28,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from stackelberg.evaluation.behaviour import behaviour_summary
 from stackelberg.evaluation.stats import bootstrap_mean_ci, paired_bootstrap_diff
 from stackelberg.persuasion.best_of import best_index
+from stackelberg.persuasion.measurer import MEMBER_VARIANT_PREFIX
 
 #: a candidate record's reward terms: the full reward, the desired responses' term and the
 #: undesired responses' term (minus their log-probability: higher is better for both)
@@ -36,8 +43,10 @@ _WORD = re.compile(r"[a-z0-9']+")
 
 def candidate_record(text: str, parsed: bool, parts: Any) -> dict[str, Any]:
     """One scored candidate as metrics need it (``parts``: its ``persuasion.reward.RewardParts``,
-    not imported: the report reads these records without the method's code)."""
-    return {
+    not imported: the report reads these records without the method's code; an ensemble
+    Measurer's: each member's reward too)."""
+    members = {"members": list(parts.member_rewards)} if parts.member_rewards else {}
+    return members | {
         "text": text,
         "parsed": bool(parsed),
         "words": parts.words,
@@ -220,7 +229,9 @@ def held_out_details(
     ``scored["measurer"]`` (and ``scored["unseen"]``, when an unseen follower scored) map
     ``pool`` (the untrained Refiner's candidates, its first ``n`` the "before" group) and
     ``after`` to per-instance candidate records, and ``variants`` (Refiners trained on
-    other reward variants, the ablation) each to its own."""
+    other reward variants, the ablation, or against one ensemble member) each to its own;
+    ``scored["members"]`` names an ensemble Measurer's members, ``scored["behaviour"]``
+    holds the followers' judged responses."""
     measurer, unseen = scored["measurer"], scored.get("unseen")
     groups = {"before": [c[:n] for c in measurer["pool"]], "after": measurer["after"]}
     desired = [r["desired"] for r in rows]
@@ -261,7 +272,77 @@ def held_out_details(
             "diff": paired_bootstrap_diff(before, after, resamples, seed).to_dict(),
         }
         out["content"]["unseen"] = content_diff(unseen, n, resamples, seed)
+    out["refiner_labels"] = {
+        name: refiner_label(name) for name in ["before", "after", *measurer.get("variants", {})]
+    }
+    if scored.get("behaviour"):
+        out["behaviour"] = {
+            key: {
+                "model": b["model"],
+                "refiners": behaviour_summary(b["verdicts"], resamples, seed),
+            }
+            for key, b in scored["behaviour"].items()
+        }
+    if any(v.startswith(MEMBER_VARIANT_PREFIX) for v in measurer.get("variants", {})):
+        out["ensemble"] = ensemble_comparison(scored, n, resamples, seed)
     return out
+
+
+def refiner_label(name: str) -> str:
+    """How the report names a held-out Refiner: untrained, trained (against the Measurer;
+    an ensemble: all of it), trained against one ensemble member alone (``vs_NAME``), or
+    trained on another reward variant or view."""
+    if name in ("before", "after"):
+        return "untrained" if name == "before" else "trained"
+    member = name.removeprefix(MEMBER_VARIANT_PREFIX)
+    return f"trained against {member} alone" if member != name else f"trained, {name}"
+
+
+def ensemble_comparison(
+    scored: Mapping[str, Any], n: int, resamples: int, seed: int
+) -> dict[str, Any]:
+    """The Refiner trained against the whole ensemble Measurer ("after") next to each
+    trained against one member alone (the ``vs_NAME`` variants) and the untrained one
+    ("before"), on the same held-out instances: each one's mean reward under the ensemble,
+    each member and the unseen follower, and the paired difference "after" minus each
+    member-trained Refiner under each."""
+    measurer, unseen = scored["measurer"], scored.get("unseen")
+    # follower -> (records by Refiner, a candidate's reward under it)
+    followers: dict[str, tuple[Mapping[str, Any], Any]] = {
+        "ensemble": (measurer, lambda c: c["reward"])
+    }
+    for i, name in enumerate(scored.get("members") or []):
+        followers[name] = (measurer, lambda c, i=i: c["members"][i])
+    if unseen:
+        followers["unseen"] = (unseen, lambda c: c["reward"])
+    singles = [v for v in measurer["variants"] if v.startswith(MEMBER_VARIANT_PREFIX)]
+
+    def means(records: Mapping[str, Any], refiner: str, reward) -> list[float]:
+        groups = {"before": [c[:n] for c in records["pool"]], "after": records["after"]}
+        cands = groups[refiner] if refiner in groups else records["variants"][refiner]
+        return [sum(reward(c) for c in cs) / len(cs) for cs in cands]
+
+    refiners = ["before", "after", *singles]
+    return {
+        "members": list(scored.get("members") or []),
+        "unseen_model": scored.get("unseen_model"),
+        "refiners": {
+            r: {
+                f: interval(means(rec, r, get), resamples, seed)
+                for f, (rec, get) in followers.items()
+            }
+            for r in refiners
+        },
+        "diff": {
+            single: {
+                f: paired_bootstrap_diff(
+                    means(rec, single, get), means(rec, "after", get), resamples, seed
+                ).to_dict()
+                for f, (rec, get) in followers.items()
+            }
+            for single in singles
+        },
+    }
 
 
 def content_diff(scored: Mapping[str, Any], n: int, resamples: int, seed: int) -> dict:
@@ -275,8 +356,9 @@ def content_diff(scored: Mapping[str, Any], n: int, resamples: int, seed: int) -
 def held_out_mlflow(game: str, details: Mapping[str, Any]) -> dict[str, float]:
     """The held-out details as MLflow metric names: ``held_out/G/terms/REFINER/TERM``,
     ``held_out/G/best_of/ROW/FOLLOWER``, ``held_out/G/unseen/{before,after,diff}``,
-    ``held_out/G/content_diff/FOLLOWER`` and
-    ``held_out/G/learned/REFINER/KEY`` (estimates; the intervals stay in metrics.json)."""
+    ``held_out/G/content_diff/FOLLOWER``, ``held_out/G/learned/REFINER/KEY``,
+    ``held_out/G/ensemble/REFINER/FOLLOWER`` and ``held_out/G/behaviour/FOLLOWER/REFINER``
+    (the rate) (estimates; the intervals stay in metrics.json)."""
     out: dict[str, float] = {}
     stem = f"held_out/{game}"
     for refiner, terms in (details.get("terms") or {}).items():
@@ -297,4 +379,12 @@ def held_out_mlflow(game: str, details: Mapping[str, Any]) -> dict[str, float]:
     for refiner, values in (details.get("learned") or {}).items():
         for key, value in values.items():
             out[f"{stem}/learned/{refiner}/{key}"] = float(value)
+    for refiner, cells in ((details.get("ensemble") or {}).get("refiners") or {}).items():
+        for follower, part in cells.items():
+            if part.get("n"):
+                out[f"{stem}/ensemble/{refiner}/{follower}"] = float(part["estimate"])
+    for follower, entry in (details.get("behaviour") or {}).items():
+        for refiner, summary in entry["refiners"].items():
+            if summary["rate"].get("n"):
+                out[f"{stem}/behaviour/{follower}/{refiner}"] = float(summary["rate"]["estimate"])
     return out

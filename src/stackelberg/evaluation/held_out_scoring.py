@@ -4,17 +4,20 @@ candidate's record under the Measurer (and under an unseen follower).
 The Refiners sample first, each prompted and stopped as the trained one plays; the followers
 score after, all candidates of an instance in one call (one context, computed once). The
 records (``held_out.candidate_record``) are what metrics.json's paired reward and
-``held_out.held_out_details`` read.
+``held_out.held_out_details`` read. With ``evaluate.behaviour.responses``, the followers
+then respond to the candidates and a judge reads their responses (``behaviour``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from stackelberg.evaluation.behaviour import follower_behaviour
 from stackelberg.evaluation.held_out import candidate_record, instance_means
 from stackelberg.persuasion.candidates import output_rates, sample_candidates
-from stackelberg.persuasion.measurer import measure_completions
+from stackelberg.persuasion.measurer import ensemble_names, measure_completions
 from stackelberg.progress import progress
 
 #: held-out candidates' seeds: the instance's seed plus this stride times (evaluate.seed + 1),
@@ -67,6 +70,17 @@ def sample_held_out(
     return out
 
 
+@dataclass(frozen=True)
+class BehaviourRun:
+    """What the behaviour check needs: its settings, who responds (key, model, loader:
+    ``behaviour.behaviour_followers``) and the judge (None: the scripted labeler's rule; else
+    the LLM labeler's backend)."""
+
+    settings: Any  # evaluate.behaviour (params.BehaviourSettings)
+    followers: list[tuple[str, str, Callable[[], Any]]]
+    judge: Any = None
+
+
 def score_candidates(follower: Any, sampled: Mapping[str, Any], score: Any, desc: str) -> dict:
     """Every held-out candidate's record (``held_out.candidate_record``) under ``follower``,
     by group (``UNTRAINED``, ``TRAINED``, ``variants``), per instance; ``score``: the score
@@ -98,24 +112,54 @@ def held_out_reward(
     label: str,
     measurer: Any,
     unseen: tuple[Callable[[], Any], str] | None = None,
+    behaviour: BehaviourRun | None = None,
 ) -> dict[str, Any]:
     """Each instance's mean reward per Refiner ("before": the untrained Refiner's first
     ``n``), the Refiners' output rates, and every candidate's record under the Measurer and,
     with ``unseen`` (a loader of that follower and its model's name), under the unseen
-    follower too; ``label`` names the run in progress bars (``evaluate@GAME``)."""
+    follower too; ``label`` names the run in progress bars (``evaluate@GAME``). With
+    ``behaviour``, each follower's judged responses to the candidates (``behaviour``)."""
     if not sampled:
         return {"before": [], "after": []}
     out: dict[str, Any] = {f"{g}_outputs": sampled[f"{g}_outputs"] for g in ("before", "after")}
     out["rows"] = [{k: r[k] for k in HELD_OUT_ROW} for r in sampled["rows"]]
     desc = f"{label} held-out"
     out["scored"] = {"measurer": score_candidates(measurer, sampled, score, f"{desc}, Measurer")}
+    out["scored"]["members"] = ensemble_names(measurer)
     if unseen is not None:
         load, model = unseen
         out["scored"]["unseen"] = score_candidates(
             load(), sampled, score, f"{desc}, unseen follower"
         )
         out["scored"]["unseen_model"] = model
+    if behaviour is not None and behaviour.settings.responses:
+        out["scored"]["behaviour"] = responses(sampled, n, score, behaviour, desc)
     records = out["scored"]["measurer"]
     out["before"] = instance_means([c[:n] for c in records[UNTRAINED]])
     out["after"] = instance_means(records[TRAINED])
+    return out
+
+
+def responses(
+    sampled: Mapping[str, Any], n: int, score: Any, behaviour: BehaviourRun, desc: str
+) -> dict[str, Any]:
+    """Per follower (``behaviour.followers``): its model and the judged responses to each
+    Refiner's candidates ("before": the untrained Refiner's first ``n``)."""
+    groups = {
+        "before": [c[:n] for c in sampled[UNTRAINED]],
+        "after": sampled[TRAINED],
+        **sampled["variants"],
+    }
+    out = {}
+    for key, model, load in behaviour.followers:
+        verdicts = follower_behaviour(
+            load(),
+            sampled,
+            groups,
+            score,
+            behaviour.settings,
+            behaviour.judge,
+            f"{desc}, {key} responds",
+        )
+        out[key] = {"model": model, "verdicts": verdicts}
     return out

@@ -456,7 +456,8 @@ def ablation_reward_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> T
     games = {
         g: m["held_out"]["terms"]
         for g, m in metrics_by_game.items()
-        if set((m.get("held_out") or {}).get("terms", {})) - {"before", "after"}
+        if set((m.get("held_out") or {}).get("terms", {}))
+        & set(_ABLATION_ROWS) - {"before", "after"}
     }
     rows = [
         [
@@ -524,6 +525,118 @@ def unseen_follower_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> T
         "alone': the reward without the length and format penalties (score.max_penalty, "
         "score.off_format_penalty), i.e. what the follower would answer; a gain in the reward "
         "but not in its terms was bought by format and length.",
+    )
+
+
+def _refiner_row(held_out: Mapping[str, Any], name: str) -> str:
+    """A held-out Refiner's row label (``held_out.refiner_labels``; metrics written before
+    them: its name)."""
+    return (held_out.get("refiner_labels") or {}).get(name, name)
+
+
+def ensemble_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable:
+    """Ensemble vs single Measurer: the Refiner trained against the whole ensemble and each
+    trained against one member alone, on the same held-out instances, scored by the ensemble,
+    each member and the unseen follower (which none trained against); then the paired
+    difference ensemble-trained minus member-trained under each."""
+    games = {
+        g: m["held_out"]["ensemble"]
+        for g, m in metrics_by_game.items()
+        if (m.get("held_out") or {}).get("ensemble")
+    }
+    followers = list(
+        dict.fromkeys(f for e in games.values() for r in e["refiners"].values() for f in r)
+    )
+    rows = []
+    for game, e in games.items():
+        held_out = metrics_by_game[game]["held_out"]
+        for refiner, cells in e["refiners"].items():
+            label = _refiner_row(held_out, refiner)
+            rows.append([game, label, *(_mean_cell_or_dash(cells.get(f)) for f in followers)])
+        for single, cells in e["diff"].items():
+            rows.append(
+                [
+                    game,
+                    f"{_refiner_row(held_out, 'after')} - {_refiner_row(held_out, single)}",
+                    *(
+                        diff_cell(c["estimate"], c["ci"], scale=1.0, digits=3)
+                        if (c := cells.get(f)) and c.get("n")
+                        else "-"
+                        for f in followers
+                    ),
+                ]
+            )
+    unseen = sorted({str(e["unseen_model"]) for e in games.values() if e.get("unseen_model")})
+    headers = ["game", "Refiner"] + [
+        f"{f} ({', '.join(unseen)})" if f == "unseen" and unseen else f for f in followers
+    ]
+    return TextTable(
+        "Ensemble vs single Measurer: held-out reward under each follower",
+        headers,
+        rows,
+        "Mean held-out reward [bootstrap 95% interval] n=instances, each the mean of its "
+        "candidates: 'ensemble' is the Measurer the first trained Refiner trained against (the "
+        "members' weighted mean), then each member alone, then the unseen follower, which no "
+        "Refiner trained against. A Refiner trained against a member alone is scored by the "
+        "other members too, which it never trained against. The paired rows: the "
+        "ensemble-trained Refiner minus the one trained against that member alone, by instance; "
+        "under the unseen follower it says whether training against more followers carries "
+        "to another one.",
+        align_left=2,
+    )
+
+
+def _mean_cell_or_dash(part: Mapping[str, Any] | None) -> str:
+    return _mean_cell(part) if part and part.get("n") else "-"
+
+
+def behaviour_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable:
+    """Behaviour: a follower's sampled responses to each Refiner's held-out candidates,
+    judged against the instance's desired and undesired responses."""
+    rows = []
+    for game, m in metrics_by_game.items():
+        held_out = m.get("held_out") or {}
+        for follower, entry in (held_out.get("behaviour") or {}).items():
+            for refiner, x in entry["refiners"].items():
+                rate, diff = x["rate"], x.get("diff")
+                rows.append(
+                    [
+                        game,
+                        f"{follower} ({entry['model']})",
+                        _refiner_row(held_out, refiner),
+                        str(x["responses"]),
+                        pct(x["desired"]),
+                        pct(x["undesired"]),
+                        pct(x["unjudged"]),
+                        _mean_cell_or_dash(rate),
+                        diff_cell(diff["estimate"], diff["ci"], scale=1.0, digits=3)
+                        if diff and diff.get("n")
+                        else "-",
+                    ]
+                )
+    return TextTable(
+        "Behaviour: the follower's responses matching a desired or an undesired response",
+        [
+            "game",
+            "follower",
+            "Refiner",
+            "responses",
+            "desired",
+            "undesired",
+            "unjudged",
+            "desired - undesired [95% CI]",
+            "minus untrained [95% CI]",
+        ],
+        rows,
+        "After each held-out candidate the follower says its next speech as the game's LLM "
+        "player would (evaluate.behaviour.responses samples), and the labeler judges it: the "
+        "scripted labeler by the stance and the player (or team, or goal) the speech names, "
+        "matched against the desired and undesired responses; an LLM labeler by naming the "
+        "response it says the same as. Unjudged: no stance read (or no speech, or an LLM "
+        "judge's answer naming none). The rate is per instance, then averaged [bootstrap 95% "
+        "interval] n=instances; the last column pairs each trained Refiner's rate with the "
+        "untrained one's by instance.",
+        align_left=3,
     )
 
 
@@ -609,6 +722,8 @@ def report_tables(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> list[Text
         best_of_table(metrics_by_game),
         best_of_calls_table(metrics_by_game),
         ablation_reward_table(metrics_by_game),
+        ensemble_table(metrics_by_game),
+        behaviour_table(metrics_by_game),
         learned_table(metrics_by_game),
         examples_table(metrics_by_game),
         refiner_outputs_table(metrics_by_game),

@@ -18,6 +18,7 @@ from stackelberg.agents.refiner import REFINER_ROUTE
 from stackelberg.evaluation.tournament import parse_condition
 from stackelberg.llm import LLMConfig
 from stackelberg.persuasion.best_of import MEASURER_ROUTE, REFINER_BASE_ROUTE
+from stackelberg.persuasion.measurer import load_measurer
 
 #: the route of a scored game's LLM evaluator (``judge.judge_tournament``), no seat's
 JUDGE = "judge"
@@ -75,7 +76,7 @@ def tournament_routes(
                 "a best-of condition plays with the untrained Refiner and the Measurer"
             )
         routes[REFINER_BASE_ROUTE] = load(untrained_refiner)
-        routes[MEASURER_ROUTE] = load(measurer)
+        routes[MEASURER_ROUTE] = load_measurer(measurer, load)  # an ensemble: its members
     routes |= trained_routes(kinds, folder_of)
     if judge is not None:
         routes[JUDGE] = load(judge)

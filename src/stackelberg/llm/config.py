@@ -95,6 +95,12 @@ class LLMConfig(Settings):
         "default yes for local and for openai servers such as vLLM, no for anthropic and "
         "for the hosted OpenAI and Gemini APIs",
     )
+    chat_template: bool = Field(
+        True,
+        description="local: render a chat with the model's chat template; false: as plain "
+        "'role: content' lines, as a model without a template reads it (a differently "
+        "prompted follower of the same weights)",
+    )
     prefix_cache_mb: int | None = Field(
         None,
         ge=0,
@@ -109,6 +115,15 @@ class LLMConfig(Settings):
             raise ValueError(
                 f"{self.backend} backend: set `model` to the served model's name "
                 f"({self.model!r} is a built-in model of the local backend)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _plain_chat_is_local(self) -> LLMConfig:
+        if self.backend != "local" and not self.chat_template:
+            raise ValueError(
+                f"chat_template: false is for the local backend; a {self.backend} server "
+                "renders chats itself"
             )
         return self
 
@@ -189,6 +204,7 @@ def _build(config: LLMConfig, cache: Any) -> Backend:
             threads=config.threads,
             adapter=config.adapter,
             prefix_cache_mb=config.prefix_cache_mb,
+            chat_template=config.chat_template,
         )
     if config.backend == "openai":
         from stackelberg.llm.openai_compat import OpenAIBackend

@@ -69,9 +69,49 @@ class RewardParts:
     format_penalty: float  # <= 0: -off_format_penalty for a completion not in the asked format
     words: int
     reward: float
+    #: an ensemble Measurer's: each member's reward, in its members' order (one model: none)
+    member_rewards: tuple[float, ...] = ()
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def ensemble_parts(members: Sequence[RewardParts], weights: Sequence[float]) -> RewardParts:
+    """One candidate's parts under an ensemble follower: every number the weighted mean of
+    the members' (``weights``: positive, normalised here), so the reward is the weighted
+    mean of the members' rewards; each member's reward is kept in ``member_rewards``.
+
+    >>> a = measurer_reward("Hi.", [[-1.0]], [[-3.0]], RewardConfig())  # reward 2
+    >>> b = measurer_reward("Hi.", [[-2.0]], [[-2.0]], RewardConfig())  # reward 0
+    >>> ensemble_parts([a, b], [3.0, 1.0]).reward, ensemble_parts([a, b], [3.0, 1.0]).member_rewards
+    (1.5, (2.0, 0.0))
+    """
+    if not members or len(members) != len(weights) or min(weights) <= 0:
+        raise ValueError("an ensemble needs one positive weight per member, and a member")
+    shares = [w / sum(weights) for w in weights]
+
+    def mean(values: Sequence[float]) -> float:
+        return sum(s * v for s, v in zip(shares, values, strict=True))
+
+    def means(key: str) -> tuple[float, ...]:
+        columns = zip(*(getattr(m, key) for m in members), strict=True)
+        return tuple(mean(column) for column in columns)
+
+    first = members[0]
+    return RewardParts(
+        pos_means=means("pos_means"),
+        neg_means=means("neg_means"),
+        pos_sums=means("pos_sums"),
+        neg_sums=means("neg_sums"),
+        **{
+            key: mean([getattr(m, key) for m in members])
+            for key in ("positive", "negative", "raw", "clamped", "length_penalty")
+        },
+        format_penalty=mean([m.format_penalty for m in members]),
+        words=first.words,
+        reward=mean([m.reward for m in members]),
+        member_rewards=tuple(m.reward for m in members),
+    )
 
 
 def length_penalty(words: int, cfg: RewardConfig) -> float:

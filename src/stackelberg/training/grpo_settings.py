@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from stackelberg.agents.refiner import RefinerStyle
+from stackelberg.persuasion.measurer import member_variant
 from stackelberg.persuasion.reward import Variant
 from stackelberg.settings import Settings
 
@@ -86,6 +87,14 @@ class GRPOSettings(Settings):
         description="other reward variants (score.variant) to train a Refiner on as well, on "
         "the same instances, for the paper's ablation: each lands in models/refiner/GAME/"
         "variants/V and is scored on the held-out instances; empty: none",
+    )
+    member_refiners: list[str] = Field(
+        default_factory=list,
+        description="members of an ensemble models.measurer (by name) that each train a "
+        "Refiner of their own, against that member alone, beside the game's Refiner trained "
+        "against the whole ensemble, on the same instances: each lands in models/refiner/GAME/"
+        "variants/vs_NAME and is scored on the held-out instances (ensemble vs single "
+        "Measurer); empty: none",
     )
     precision: Precision = Field(
         "auto",
@@ -186,7 +195,14 @@ class GRPOSettings(Settings):
     def _variants_once(self) -> GRPOSettings:
         if len(set(self.variants)) != len(self.variants):
             raise ValueError(f"variants {self.variants}: each variant once")
+        if len(set(self.member_refiners)) != len(self.member_refiners):
+            raise ValueError(f"member_refiners {self.member_refiners}: each member once")
         return self
+
+    def refiner_variants(self) -> list[str]:
+        """The names of the Refiners trained beside the game's own: one per other reward
+        variant, then one per member of ``member_refiners`` (``member_variant``)."""
+        return [*self.variants, *(member_variant(m) for m in self.member_refiners)]
 
     @model_validator(mode="after")
     def _launch_and_vllm_agree(self) -> GRPOSettings:

@@ -105,6 +105,7 @@ class LocalBackend(Backend):
         threads: int | None = None,
         adapter: str | None = None,
         prefix_cache_mb: int | None = None,
+        chat_template: bool = True,
     ) -> None:
         embedded = EMBEDDED_MODELS.get(model)
         path = str(ensure_checkpoint(model)) if embedded else model
@@ -125,7 +126,10 @@ class LocalBackend(Backend):
             name += f"+lora:{adapter_digest(adapter)}"
         if dtype != "float32":
             name += f"+{dtype}"  # its answers are its own in the response cache
+        if not chat_template:
+            name += "+plain_chat"  # so are those of its plain 'role: content' prompts
         super().__init__(name, cache)
+        self.chat_template = chat_template
         self.device = resolved
         #: torch threads of its forward passes (``threads.thread_count``; None on a GPU)
         self.threads: int | None = None
@@ -152,7 +156,7 @@ class LocalBackend(Backend):
         return self._context_window
 
     def render_chat(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
-        if not self.tokenizer.chat_template:
+        if not (self.chat_template and self.tokenizer.chat_template):
             return plain_chat(messages, add_generation_prompt)
         return self.tokenizer.apply_chat_template(
             list(messages), tokenize=False, add_generation_prompt=add_generation_prompt
