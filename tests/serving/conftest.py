@@ -17,6 +17,8 @@ from stackelberg.serving.collector import Collector
 from stackelberg.serving.server import bind, running
 from stackelberg.serving.service import RefinerService
 
+#: a draft holding this fails the pretend model's whole call
+FAILS = "<fail>"
 PLANNED = re.compile(r'Your planned speech: "(.*)"', re.S)
 #: how long a test waits for the server to reach a state or to answer (it does at once: a
 #: bound on a hang, long enough for a machine under any load, not a timing tests depend on)
@@ -25,7 +27,8 @@ WAIT_S = 300
 
 class PretendModel:
     """Stands in for the Refiner and the Measurer: rewrites the planned speech of each
-    prompt as "Believe me: <speech>" (one token per word), scores a response by its words.
+    prompt as "Believe me: <speech>" (one token per word; a call with a draft holding
+    ``FAILS`` fails), scores a response by its words.
 
     ``gate``, when given, holds the first ``run_batch`` call until it is set, so that a test
     can queue requests behind it; ``entered`` is set when that call has begun."""
@@ -52,13 +55,12 @@ class PretendModel:
         self.entered.set()
         if self.gate is not None and not self.batches:
             assert self.gate.wait(WAIT_S), "the test never opened the gate"
+        planned = [PLANNED.search(r.prompt[-1]["content"]).group(1) for r in requests]
+        if any(FAILS in p for p in planned):
+            raise RuntimeError(f"the pretend model cannot take {FAILS!r}\nsecond line")
         self.batches.append(len(requests))
         self.requests += requests
-        out = []
-        for request in requests:
-            planned = PLANNED.search(request.prompt[-1]["content"]).group(1)
-            out.append([f"Believe me: {planned}"] * request.n)
-        return out
+        return [[f"Believe me: {p}"] * r.n for p, r in zip(planned, requests, strict=True)]
 
     def score_nested(self, context, candidates, responses, joiner=""):
         self.scored.append((context, list(candidates), list(responses), joiner))

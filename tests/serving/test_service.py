@@ -13,7 +13,7 @@ import httpx
 import openai
 import pytest
 
-from serving.conftest import WAIT_S, PretendModel, refine_message, serving
+from serving.conftest import FAILS, WAIT_S, PretendModel, refine_message, serving
 from stackelberg.agents.refiner import refiner_prompt_messages
 from stackelberg.games import make_game
 from stackelberg.params import Params
@@ -190,6 +190,27 @@ def test_concurrent_clients_share_batched_calls():
     assert pretend.batches == [1, 31] and collector.batch_sizes == [1, 31]
     said = [a.choices[0].message.content for a in answers]
     assert said == [f"Believe me: speech {i}" for i in range(32)]
+
+
+def test_a_request_the_model_cannot_take_fails_alone_with_a_500_of_one_line():
+    gate = threading.Event()
+    pretend = PretendModel(gate)
+    with serving(pretend) as (url, _, collector):
+        with ThreadPoolExecutor(3) as pool:
+            first = pool.submit(refine, url)
+            wait_until(pretend.entered.is_set, "the first call began")
+            failing = pool.submit(refine, url, draft=f"say {FAILS}")
+            fine = pool.submit(refine, url, draft="fine")
+            wait_until(lambda: collector.queued() == 2, "2 requests queued")
+            gate.set()
+            first.result()
+            err = error_of(failing.result)
+            said = fine.result().choices[0].message.content
+    assert collector.batch_sizes == [1, 2] and pretend.batches == [1, 1]
+    assert said == "Believe me: fine"
+    assert err.status_code == 500 and err.response.json()["error"]["message"] == (
+        "the server failed: the pretend model cannot take '<fail>'"
+    )
 
 
 def test_a_full_queue_is_a_503_with_retry_after():
