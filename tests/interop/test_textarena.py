@@ -6,6 +6,8 @@ one-line errors for bad settings."""
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 
 import pytest
 import textarena as ta
@@ -14,6 +16,7 @@ from textarena.envs.registration import ENV_REGISTRY
 
 from stackelberg.games import GAME_NAMES, GameError
 from stackelberg.interop.seat import final_rewards
+from stackelberg.interop.secret_mafia import ENV_ID
 from stackelberg.interop.textarena import ENV_IDS, env_id
 
 TABLE = {"werewolf": 7, "avalon": 6, "onuw": 5, "sotopia": 2}
@@ -112,3 +115,34 @@ def test_bad_settings_stop_with_one_line(make, message):
     with pytest.raises(GameError) as err:
         make()
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+NO_NETWORK = """
+import socket, nltk
+def refuse(*args, **kwargs):
+    raise AssertionError("network or download attempted")
+socket.socket.connect = socket.create_connection = socket.getaddrinfo = refuse
+nltk.download = refuse
+import textarena as ta
+import stackelberg.interop.textarena
+from stackelberg.agents import RandomAgent
+from stackelberg.interop.secret_mafia import ENV_ID, SeatedAgent
+for env_id in ("Stackelberg-Werewolf-v0", ENV_ID):
+    env = ta.make(env_id)
+    env.reset(num_players=7, seed=0)
+    seats, done = [SeatedAgent(RandomAgent) for _ in range(7)], False
+    while not done:
+        player, observation = env.get_observation()
+        done, _ = env.step("1" if env_id != ENV_ID else seats[player](observation))
+    print(env_id, "played")
+"""
+
+
+def test_textarena_and_its_nltk_download_nothing_at_import_or_play():
+    """CI has no internet: importing TextArena (nltk comes with it), making and playing its
+    SecretMafia and this project's games must not reach for the network."""
+    done = subprocess.run(
+        [sys.executable, "-c", NO_NETWORK], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["Stackelberg-Werewolf-v0", "played", ENV_ID, "played"]
