@@ -194,7 +194,8 @@ def serve(
     try:
         service = load_service(adapter, params, measurer_model)
         app, collector = started_app(service, limits)
-        print(f"serving {', '.join(service.models)} (adapter {adapter}) at {address(sock)}")
+        served = ", ".join(service.models)
+        print(f"serving {served} (adapter {adapter}) at {address(sock)}", flush=True)
         try:
             uvicorn_server(app, limits).run(sockets=[sock])
         finally:
