@@ -8,7 +8,9 @@ models/refiner/werewolf; default: an untrained one made here, whose update is ze
 sends the same refine requests (Werewolf speeches, each its own draft and seed) with the
 official openai client: first one at a time, then from ``--clients`` threads at once.
 Prints one JSON line per way: requests, seconds, requests per second, latency p50 and p90
-(seconds), the batch sizes the collector formed, and the speed-up of the concurrent way.
+(seconds), the CPU seconds of this process (server and clients: on a shared machine the
+figure that its load does not change much) and requests per CPU second, the batch sizes the
+collector formed, and the speed-up of the concurrent way in wall and in CPU time.
 
     python bench/serve.py [--clients 8] [--requests 16] [--refiner FOLDER] [--params FILE]
         [--max-tokens 40]
@@ -77,16 +79,18 @@ def timed(client: openai.OpenAI, i: int, max_tokens: int) -> float:
 def run(url: str, collector, clients: int, requests: int, max_tokens: int) -> dict:
     client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=3600)
     first_batch = len(collector.batch_sizes)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     with ThreadPoolExecutor(clients) as pool:
         latencies = list(pool.map(lambda i: timed(client, i, max_tokens), range(requests)))
-    seconds = time.perf_counter() - start
+    seconds, cpu_s = time.perf_counter() - start, time.process_time() - cpu
     deciles = statistics.quantiles(latencies, n=10) if len(latencies) > 1 else latencies * 9
     return {
         "clients": clients,
         "requests": requests,
         "seconds": round(seconds, 2),
         "requests_per_s": round(requests / seconds, 3),
+        "cpu_s": round(cpu_s, 1),
+        "requests_per_cpu_s": round(requests / cpu_s, 3),
         "latency_p50_s": round(statistics.median(latencies), 2),
         "latency_p90_s": round(deciles[8], 2),
         "batch_sizes": collector.batch_sizes[first_batch:],
@@ -114,8 +118,11 @@ def main() -> None:
             alone = run(url, collector, 1, args.requests, args.max_tokens)
             print(json.dumps({"way": "one at a time", **alone}), flush=True)
             together = run(url, collector, args.clients, args.requests, args.max_tokens)
-            speedup = round(alone["seconds"] / together["seconds"], 2)
-            print(json.dumps({"way": "concurrent", **together, "speedup": speedup}), flush=True)
+            speedup = {
+                "speedup": round(alone["seconds"] / together["seconds"], 2),
+                "speedup_cpu": round(alone["cpu_s"] / together["cpu_s"], 2),
+            }
+            print(json.dumps({"way": "concurrent", **together, **speedup}), flush=True)
     finally:
         service.close()
 
