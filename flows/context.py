@@ -22,8 +22,16 @@ from stackelberg.params import ModelsParams, Params, entry_models, load_params
 from stackelberg.persuasion.context import InstanceView, instance_rows
 from stackelberg.persuasion.measurer import load_measurer
 
-#: the params section of a stage not named after it (both run once, not per game)
-SECTION_OF = {"base_model": "models", "report": "evaluate"}
+#: the params section of a stage not named after it (each runs once, not per game)
+SECTION_OF = {"base_model": "models", "report": "evaluate", "grpo_all": "grpo"}
+#: the module of a stage that runs another stage's code: grpo_all trains the joint Refiner
+#: (grpo.joint) with the grpo stage's, its game ``all`` (``grpo_outputs.JOINT_REFINER``)
+MODULE_OF = {"grpo_all": "grpo"}
+
+
+def stage_module(stage: str) -> str:
+    """The module of the stage named ``stage`` (``stages.<name>``, or ``MODULE_OF``'s)."""
+    return f"stages.{MODULE_OF.get(stage, stage)}"
 
 
 def register_stage(name: str, outs: tuple[str, ...], section: str | None = None) -> None:

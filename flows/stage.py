@@ -45,7 +45,13 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 import stackelberg
 from flows import api
-from flows.context import StageContext, current_params, release_models, stage_context
+from flows.context import (
+    StageContext,
+    current_params,
+    release_models,
+    stage_context,
+    stage_module,
+)
 from flows.runners import api_for_workers, in_process_runner, task_runner
 from flows.tracking import setup_mlflow, stage_run
 from stackelberg.io import atomic_writer
@@ -173,7 +179,7 @@ def run_item(
     stage: str, game: str, label: str, item: Any, fingerprint: str, params: Params, project: str
 ) -> Any:
     """One work item of a stage (its result is persisted; a rerun with equal inputs reuses it)."""
-    module = importlib.import_module(f"stages.{stage}")
+    module = importlib.import_module(stage_module(stage))
     return module.work(worker_context(stage, game, params, fingerprint, project), item)
 
 
@@ -218,7 +224,7 @@ def run_items(ctx: StageContext, items: list[Any], fingerprint: str) -> tuple[li
 )
 def stage_flow(stage: str, game: str = "all") -> dict[str, Any]:
     """Run one stage for one game (``all`` for stages that are not per game)."""
-    module = importlib.import_module(f"stages.{stage}")
+    module = importlib.import_module(stage_module(stage))
     ctx: StageContext = stage_context(stage, game)
     started = time.perf_counter()
     with stage_run(ctx) as tracker:
@@ -270,7 +276,7 @@ def _start_meanwhile(stage: str) -> None:
     server starts (flows/api.py): import the stage's module (torch with it, where it needs
     it) and set MLflow up. A failure is left to the flow, which meets it where it did."""
     try:
-        importlib.import_module(f"stages.{stage}")
+        importlib.import_module(stage_module(stage))
         setup_mlflow(current_params().tracking)
     except Exception:  # noqa: BLE001  reported by the flow
         pass

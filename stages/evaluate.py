@@ -33,6 +33,7 @@ from stackelberg.evaluation.held_out_scoring import (
     candidate_seeds,
     held_out_reward,
     sample_held_out,
+    score_other_view,
 )
 from stackelberg.evaluation.judge import judge_tournament
 from stackelberg.evaluation.metrics import game_metrics, mlflow_metrics, refiner_runs
@@ -45,6 +46,7 @@ from stackelberg.evaluation.tournament import (
     matrix_games,
     play_matrix,
 )
+from stackelberg.evaluation.transfer import joint_comparison, views_comparison
 from stackelberg.io import atomic_writer
 from stackelberg.llm import LLMConfig
 from stackelberg.llm.local.threads import BackgroundLane
@@ -52,7 +54,12 @@ from stackelberg.params import draw_model
 from stackelberg.persuasion.candidates import dataset_rates
 from stackelberg.persuasion.intents import SCRIPTED
 from stackelberg.persuasion.measurer import measurer_backends
-from stackelberg.training.grpo_outputs import TRAIN_HISTORY, VARIANTS, train_history_rates
+from stackelberg.training.grpo_outputs import (
+    JOINT_REFINER,
+    TRAIN_HISTORY,
+    VARIANTS,
+    train_history_rates,
+)
 from stackelberg.viewer import render_pages, tournament_entries, write_pages
 
 METRICS = "metrics.json"
@@ -64,8 +71,12 @@ VIEWER_FOLDER = "games"
 def refiner_config(ctx, trained: bool, variant: str | None = None) -> LLMConfig:
     """The Refiner as tournaments play it (``evaluate.refiner_dtype``), untrained or with this
     game's trained adapter beside its weights (``variant``: the one trained on that other
-    reward variant, ``grpo.variants``): the held-out reward compares them as they play."""
-    adapter = ctx.path("grpo") / VARIANTS / variant if variant else ctx.path("grpo")
+    reward variant or view, ``grpo.variants``; ``all``: the joint Refiner, ``grpo.joint``):
+    the held-out reward compares them as they play."""
+    if variant == JOINT_REFINER:
+        adapter = ctx.path("grpo_all")
+    else:
+        adapter = ctx.path("grpo") / VARIANTS / variant if variant else ctx.path("grpo")
     return ctx.params.refiner_model(ctx.game, adapter if trained else None)
 
 
@@ -145,6 +156,8 @@ def held_out_samples(ctx) -> dict:
     # Every Refiner prompted and stopped as the trained one plays.
     sampling = ctx.params.refiner_sampling(ctx.game).model_copy(update={"n": p.n})
     variants = ctx.params.for_game("grpo", ctx.game).refiner_variants()
+    if ctx.params.grpo.joint:  # the joint Refiner, beside the game's own
+        variants = [*variants, JOINT_REFINER]
     # The Refiners sample first, beside the players only: the Measurer and the Refiner base
     # left by earlier stages (one copy in float32, two when the Measurer has its own dtype)
     # make room for loading the Refiners' base (read in float32, then int8; the trained
@@ -170,7 +183,7 @@ def held_out_scores(ctx, measurer, sampled: dict) -> dict:
     ``evaluate.behaviour.responses``, the followers' judged responses (``behaviour_run``)."""
     config = ctx.params.models.unseen_follower
     unseen = None if config is None else (lambda: ctx.model(config), config.model)
-    return held_out_reward(
+    reward = held_out_reward(
         sampled,
         ctx.section.n,
         ctx.params.for_game("score", ctx.game),
@@ -179,6 +192,25 @@ def held_out_scores(ctx, measurer, sampled: dict) -> dict:
         unseen=unseen,
         behaviour=behaviour_run(ctx, measurer, unseen),
     )
+    return with_other_view(ctx, measurer, sampled, reward)
+
+
+def with_other_view(ctx, measurer, sampled: dict, reward: dict) -> dict:
+    """With ``label.both_views``: the held-out reward with the information table's
+    candidates scored against the other view's intents too (``score_other_view``)."""
+    label = ctx.params.for_game("label", ctx.game)
+    if not label.both_views or not reward.get("scored"):
+        return reward
+    other = label.other_view().view
+    reward["scored"]["other_view"] = score_other_view(
+        measurer,
+        sampled,
+        ctx.section.n,
+        other,
+        ctx.params.for_game("score", ctx.game),
+        f"evaluate@{ctx.game} held-out, {other} intents",
+    )
+    return reward
 
 
 def behaviour_run(ctx, measurer, unseen) -> BehaviourRun | None:
@@ -220,6 +252,7 @@ def tournament_routes(ctx, keep: tuple[str, ...] = ()) -> dict:
         judge=draw_model(ctx.params.models.labeler, p.tournament_seed) if judged else None,
         untrained_refiner=untrained_refiner,
         measurer=ctx.params.models.measurer,
+        named_refiner=lambda name: refiner_config(ctx, True, name),  # refiner-NAME+X
     )
 
 
@@ -308,6 +341,7 @@ def finish(ctx, results) -> dict:
         metrics["held_out"] = held_out_details(
             reward["rows"], reward["scored"], p.n, p.best_of, p.examples, p.bootstrap, p.seed
         )
+        metrics["held_out"] |= transfer_details(ctx, reward["scored"])
     out = ctx.path()
     plots = out / "plots"
     plots.mkdir(parents=True, exist_ok=True)
@@ -326,6 +360,21 @@ def finish(ctx, results) -> dict:
         "reward_before": (r.get("before") or {}).get("estimate", float("nan")),
         "reward_after": (r.get("after") or {}).get("estimate", float("nan")),
     }
+
+
+def transfer_details(ctx, scored: dict) -> dict:
+    """The joint Refiner beside the game's own (``grpo.joint``) and the 2x2 information
+    table (``label.both_views``), where they were trained and scored (``evaluation.transfer``)."""
+    p, out = ctx.section, {}
+    if joint := ctx.params.grpo.joint:
+        measurer = scored["measurer"]
+        out["joint"] = joint_comparison(
+            measurer, measurer["variants"][JOINT_REFINER], p.n, joint, ctx.game, p.bootstrap, p.seed
+        )
+    if "other_view" in scored:
+        own_view = ctx.params.for_game("label", ctx.game).view
+        out["views"] = views_comparison(scored, p.n, own_view, p.bootstrap, p.seed)
+    return out
 
 
 def untrained_baselines(ctx) -> dict[str, float]:

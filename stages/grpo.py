@@ -6,6 +6,10 @@ and undesired responses. The adapter lands in models/refiner/GAME and becomes a 
 of the MLflow registered model ``refiner-GAME``. With ``grpo.launch`` set, the training runs
 under ``accelerate launch`` on several GPUs (``training.launch``), each process running this
 module's ``main``.
+
+The same module trains the joint Refiner (``grpo.joint``), as the stage grpo_all (its game
+``all``, ``JOINT_REFINER``): one Refiner on every joint game's train instances, each prompted
+and rewarded as its game's own Refiner is, into models/refiner/all (``refiner-all``).
 """
 
 from __future__ import annotations
@@ -14,19 +18,24 @@ import json
 import pickle
 import tempfile
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 from stackelberg.agents.refiner import Candidate, parse_refiner_output
-from stackelberg.datasets import labeled_split
+from stackelberg.datasets import game_of, labeled_split
 from stackelberg.persuasion.candidates import refiner_prompt
+from stackelberg.persuasion.intents import VIEWS, other_view_row
 from stackelberg.persuasion.measurer import ensemble_names, measure_completions, member_variant
 from stackelberg.training.grpo import train_refiner
 from stackelberg.training.grpo_outputs import (
+    JOINT_GAMES,
+    JOINT_REFINER,
     PARSE_RATE,
     TRAIN_HISTORY,
     VARIANTS,
     train_history_rates,
     write_adapter,
+    write_no_joint,
 )
 from stackelberg.training.launch import check_machine, launch_command, run_launched
 from stackelberg.training.prompt_rewards import (
@@ -40,19 +49,56 @@ from stackelberg.training.prompt_rewards import (
 def plan(ctx) -> list[dict]:
     """The game's Refiner, then one per other reward variant (``grpo.variants``, the
     ablation), then one per member of an ensemble Measurer trained against it alone
-    (``grpo.member_refiners``), on the same instances."""
+    (``grpo.member_refiners``), on the same instances. The joint Refiner: ``joint_plan``."""
+    if ctx.game == JOINT_REFINER:
+        return joint_plan(ctx)
     df = labeled_split(ctx.path("label"), "train", "train the Refiner on")
     ids = df["instance_id"].to_list()
     variants = ctx.section.variants
     members = ctx.section.member_refiners
     return (
         [{"label": "train", "ids": ids}]
-        + [{"label": f"train on the {v} reward", "ids": ids, "variant": v} for v in variants]
+        + [{"label": variant_label(v), "ids": ids, "variant": v} for v in variants]
         + [
             {"label": f"against {m} alone", "ids": ids, "variant": member_variant(m), "member": m}
             for m in members
         ]
     )
+
+
+def variant_label(variant: str) -> str:
+    """A variant Refiner's work item: trained on another reward, or on the other view's
+    intents."""
+    return f"train on the {variant} {'intents' if variant in VIEWS else 'reward'}"
+
+
+def joint_plan(ctx) -> list[dict]:
+    """One item, the joint Refiner on the train instances of every game of ``grpo.joint``;
+    none without it (``finish`` then leaves a folder that names no game)."""
+    games = ctx.section.joint
+    ids = [
+        i
+        for game in games
+        for i in labeled_split(replace(ctx, game=game).path("label"), "train", "train on")[
+            "instance_id"
+        ].to_list()
+    ]
+    return [{"label": f"train on {', '.join(games)}", "ids": ids}] if games else []
+
+
+def train_instances(ctx, ids: list[str], variant: str | None) -> tuple[list[dict], list]:
+    """The intents rows of ``ids`` and their views, read from each one's game (several for
+    the joint Refiner); for a Refiner of the other view (``variant`` in ``VIEWS``), with
+    that view's responses as its desired and undesired ones."""
+    rows, views = [], []
+    by_game: dict[str, list[str]] = defaultdict(list)
+    for i in ids:
+        by_game[game_of(i)].append(i)
+    for game, game_ids in by_game.items():
+        game_rows, game_views = replace(ctx, game=game).instances("intents", game_ids)
+        rows += [other_view_row(r) for r in game_rows] if variant in VIEWS else game_rows
+        views += game_views
+    return rows, views
 
 
 def work(ctx, item) -> dict:
@@ -89,22 +135,28 @@ def train_game(
     # Training loads its own copy of the Refiner: only the Measurer and the Refiner's
     # tokenizer stay loaded beside it (the players and the labeler come back for evaluate).
     ctx.release_models("refiner", "measurer", keep_prefixes=("measurer",))
-    rows, views = ctx.instances("intents", ids)
+    rows, views = train_instances(ctx, ids, variant)
     refiner_cfg = ctx.params.models.refiner
     if refiner_cfg.backend != "local":
         raise ValueError("grpo: models.refiner must be a local model (a checkpoint to train)")
     measurer = ctx.measurer()
-    score = ctx.params.for_game("score", ctx.game)
+    # each instance rewarded as its game's (the joint Refiner's are of several games)
+    scores = {g: ctx.params.for_game("score", g) for g in dict.fromkeys(r["game"] for r in rows)}
     if member is not None:
         measurer = measurer.member(member)
-    elif variant is not None:
-        score = score.model_copy(update={"variant": variant})
+    elif variant is not None and variant not in VIEWS:
+        scores = {g: s.model_copy(update={"variant": variant}) for g, s in scores.items()}
     members = ensemble_names(measurer)
     by_id = {r["instance_id"]: (r, v) for r, v in zip(rows, views, strict=True)}
-    prompting = ctx.params.refiner_sampling(ctx.game)
+    # one style (output format, stop, token limit) for every game: the joint Refiner's
+    # games share it (params' load checks)
+    prompting = ctx.params.refiner_sampling(rows[0]["game"] if rows else ctx.game)
     output_format = prompting.output_format
     room = prompting.max_new_tokens  # a candidate's room in the Measurer's window
-    prompts = [refiner_prompt(ctx.llm("refiner"), v, prompting) for v in views]
+    prompts = [
+        refiner_prompt(ctx.llm("refiner"), v, ctx.params.refiner_sampling(r["game"]))
+        for r, v in zip(rows, views, strict=True)
+    ]
     # The prompts are built: the Refiner base goes too, unless it is the Measurer's copy
     # (the same checkpoint and dtype); a Measurer in another dtype would otherwise sit beside
     # two Refiner copies, this one and the one trained.
@@ -136,7 +188,7 @@ def train_game(
                 for i in idx
             ]
             n_parsed += sum(c.parsed for c in cands)
-            measured = measure_completions(measurer, row, view, cands, score, room)
+            measured = measure_completions(measurer, row, view, cands, scores[row["game"]], room)
             for i, p in zip(idx, measured.parts, strict=True):
                 rewards[i] = p.reward
                 member_sums = [a + b for a, b in zip(member_sums, p.member_rewards, strict=True)]
@@ -179,9 +231,14 @@ def train_game(
 def finish(ctx, results) -> dict:
     import mlflow
 
+    if not results:  # grpo_all without grpo.joint: its output names no game
+        write_no_joint(ctx.path())
+        return {}
     res, others = results[0], results[1:]
     adapter = ctx.path()
     files = dict(res["adapter_files"])
+    if ctx.game == JOINT_REFINER:  # the games it trained on, beside the adapter
+        files[JOINT_GAMES] = json.dumps(ctx.section.joint).encode()
     for other in others:  # the ablation's Refiners, inside the game's
         files |= {
             f"{VARIANTS}/{other['variant']}/{k}": v for k, v in other["adapter_files"].items()

@@ -1,4 +1,5 @@
-"""label: K desired and K undesired follower responses per instance (intent identification)."""
+"""label: K desired and K undesired follower responses per instance (intent identification);
+with ``label.both_views``, also from the other view (full information or the speaker's own)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ from stackelberg.datasets import (
 )
 from stackelberg.llm import LLMConfig
 from stackelberg.params import draw_model
-from stackelberg.persuasion.intents import SCRIPTED, Dropped, label_views
+from stackelberg.persuasion.intents import (
+    OTHER_DESIRED,
+    OTHER_UNDESIRED,
+    SCRIPTED,
+    Dropped,
+    label_views,
+)
 
 
 def plan(ctx) -> list[dict]:
@@ -55,7 +62,10 @@ def work(ctx, item) -> dict:
             **row,
             "desired": lab.desired,
             "undesired": lab.undesired,
-            "label_attempts": lab.attempts,
+            # the other view's (label.both_views), else null
+            OTHER_DESIRED: lab.other.desired if lab.other else None,
+            OTHER_UNDESIRED: lab.other.undesired if lab.other else None,
+            "label_attempts": lab.total_attempts,
             "labeler_model": labeler,
         }
         for row, lab, labeler in zip(rows, labels, labeler_of, strict=True)
@@ -64,7 +74,7 @@ def work(ctx, item) -> dict:
     return {
         "rows": kept,
         "total": len(rows),
-        "attempts": sum(lab.attempts for lab in labels),
+        "attempts": sum(lab.total_attempts for lab in labels),
         "dropped": dropped,
     }
 

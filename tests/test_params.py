@@ -6,14 +6,22 @@ from pathlib import Path
 
 import pytest
 
-from stackelberg.params import ParamsError, load_params
+from stackelberg.params import ParamsError, explain, load_params
 
 ROOT = Path(__file__).resolve().parents[1]
+#: a joint Refiner on three games (grpo.joint), Sotopia held out
+JOINT = "grpo: {joint: [werewolf, avalon, onuw]}\n"
 
 
 @pytest.mark.parametrize(
     "path",
-    ["params.yaml", "configs/paper.yaml", "configs/study.yaml", "tests/pipeline/micro_params.yaml"],
+    [
+        "params.yaml",
+        "configs/paper.yaml",
+        "configs/study.yaml",
+        "configs/limits.yaml",
+        "tests/pipeline/micro_params.yaml",
+    ],
 )
 def test_shipped_params_validate(path):
     params = load_params(ROOT / path)
@@ -177,6 +185,41 @@ GPT = f"{{backend: openai, model: gpt-4o, base_url: '{GPT_URL}'}}"
             "models: {unseen_follower: {backend: anthropic, model: claude}}\n",
             "models.unseen_follower: it rescored held-out candidates by log-probabilities",
         ),
+        # the joint Refiner (grpo.joint) and the other view's (label.both_views)
+        ("grpo: {joint: [werewolf]}\n", "grpo: joint ['werewolf']: a joint Refiner trains on two"),
+        ("grpo: {joint: [onuw, onuw]}\n", "joint ['onuw', 'onuw']: each game once"),
+        ("grpo: {joint: [werewolf, chess]}\n", "grpo.joint.1: unknown game 'chess'"),
+        ("games: [werewolf, onuw]\n" + JOINT, "grpo.joint: avalon is not in games"),
+        (
+            "game_overrides: {avalon: {grpo: {joint: [werewolf, avalon]}}}\n",
+            "game_overrides.avalon.grpo.joint: the joint Refiner is one for all games",
+        ),
+        (
+            JOINT + "game_overrides: {onuw: {sample: {max_new_tokens: 64}}}\n",
+            "grpo.joint: game_overrides.onuw changes the Refiner's prompt",
+        ),
+        (
+            JOINT + "game_overrides: {avalon: {score: {max_penalty: 2.0}}}\n",
+            "grpo.joint: game_overrides.avalon changes the Refiner's prompt, completion limit or",
+        ),
+        (
+            "grpo: {variants: [speaker_only]}\n",
+            "grpo.variants (werewolf): 'speaker_only' trains on the other view's intents; "
+            "set label.both_views: true",
+        ),
+        (
+            "label: {both_views: true}\ngrpo: {variants: [full_information]}\n",
+            "'full_information' is label.full_information's view",
+        ),
+        ("grpo: {variants: [hidden_view]}\n", "grpo.variants.0"),
+        (
+            "evaluate: {conditions: [direct, refiner-all+direct]}\n",
+            "refiner-all+direct plays the joint Refiner; set grpo.joint",
+        ),
+        (
+            "evaluate: {conditions: [direct, refiner-pos_only+direct]}\n",
+            "no Refiner named 'pos_only' is trained",
+        ),
     ],
 )
 def test_impossible_pairings_are_refused_when_params_load(tmp_path, text, words):
@@ -185,6 +228,24 @@ def test_impossible_pairings_are_refused_when_params_load(tmp_path, text, words)
     with pytest.raises(ParamsError) as err:
         load_params(path)
     assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_joint_and_the_other_views_refiners_load_where_they_can_work(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text(
+        JOINT
+        + "label: {both_views: true, full_information: false}\n"
+        + "game_overrides: {werewolf: {grpo: {variants: [full_information, pos_only]}}}\n"
+        + "evaluate: {conditions: [direct, refiner-all+direct, refiner+direct]}\n"
+    )
+    params = load_params(path)
+    assert params.grpo.joint == ["werewolf", "avalon", "onuw"]
+    assert params.for_game("grpo", "werewolf").variants == ["full_information", "pos_only"]
+    limits = load_params(ROOT / "configs/limits.yaml")
+    assert len(limits.grpo.joint) >= 2 and set(limits.games) - set(limits.grpo.joint)
+    assert all(limits.for_game("label", g).both_views for g in limits.games)
+    explained = {key for key, _, description in explain() if description}
+    assert {"grpo.joint", "label.both_views"} <= explained
 
 
 def test_the_onuw_baselines_load_where_they_play(tmp_path):

@@ -45,6 +45,10 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
         **INSTANCE,
         "desired": pl.List(pl.String),
         "undesired": pl.List(pl.String),
+        # the other view's responses (label.both_views: full information or the speaker's
+        # own, whichever label.full_information is not); null without both_views
+        "other_desired": pl.List(pl.String),
+        "other_undesired": pl.List(pl.String),
         "label_attempts": pl.Int64,
         "labeler_model": pl.String,
     },
@@ -163,6 +167,11 @@ def labeled_split(path: str | Path, split: str, purpose: str) -> pl.DataFrame:
     if df.is_empty():
         raise NothingToWorkWithError(f"{path}: no {split} instances to {purpose}")
     return df
+
+
+def game_of(instance_id: str) -> str:
+    """The game an instance comes from (its id: game, seed, event index)."""
+    return instance_id.rsplit("-", 2)[0]
 
 
 def seed_of(instance_id: str) -> int:

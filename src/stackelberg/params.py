@@ -17,11 +17,10 @@ import importlib.util
 import json
 import random
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import (
-    AfterValidator,
     BaseModel,
     Field,
     PositiveInt,
@@ -32,10 +31,10 @@ from pydantic import (
 )
 
 from stackelberg.agents.llm_agents import MAX_SPEECH_ATTEMPTS
-from stackelberg.games import GAME_NAMES, check_game_name
+from stackelberg.games import GAME_NAMES, GameName
 from stackelberg.llm.config import Dtype, LLMConfig
 from stackelberg.persuasion.candidates import SampleSettings, trained_sampling
-from stackelberg.persuasion.intents import LabelSettings
+from stackelberg.persuasion.intents import VIEWS, LabelSettings
 from stackelberg.persuasion.measurer import (
     MeasurerEntry,
     MeasurerMember,
@@ -50,8 +49,6 @@ from stackelberg.training.strategist import GAME as STRATEGIST_GAME
 from stackelberg.training.strategist import StrategistSettings
 from stackelberg.training.tactics import GAME as TACTICS_GAME
 from stackelberg.training.tactics import TacticsSettings
-
-GameName = Annotated[str, AfterValidator(check_game_name)]
 
 
 class ParamsError(ValueError):
@@ -500,7 +497,8 @@ def check_pairings(params: Params) -> None:
                         "stage (rl_ins: the tactics stage's policy); name it in "
                         "evaluate.conditions instead"
                     )
-            routes = ("default", "refiner", REFINER_BASE_ROUTE, MEASURER_ROUTE)
+            named = (parse_condition(c).refiner_route for c in evaluate.conditions)
+            routes = ("default", "refiner", REFINER_BASE_ROUTE, MEASURER_ROUTE, *named)
             for condition in (*evaluate.conditions, evaluate.opponent):
                 build_agent(condition, game, dict.fromkeys(routes, _NoModel()))
             make_game(game, evaluate.options)
@@ -522,6 +520,72 @@ def check_pairings(params: Params) -> None:
             make_game(game, getattr(params, section).options)
         except ConfigError as err:
             raise ParamsError(f"{section}.options: {err}") from None
+    check_refiners_beside(params)
+
+
+def check_refiners_beside(params: Params) -> None:
+    """Refuse Refiners trained beside the games' own that cannot be trained or found: a
+    joint Refiner (``grpo.joint``) on a game the run does not have, set per game, or on a
+    game whose overrides change the Refiner's prompt or reward (it trains with the shared
+    sections, so that one game's overrides do not retrain it); a Refiner on the other view's
+    intents without them (``label.both_views``) or on the view the game's own has; a
+    ``refiner-NAME+X`` condition whose Refiner no stage trains."""
+    from stackelberg.evaluation.tournament import parse_condition
+    from stackelberg.training.grpo_outputs import JOINT_REFINER
+
+    joint = params.grpo.joint
+    if missing := [g for g in joint if g not in params.games]:
+        raise ParamsError(
+            f"grpo.joint: {missing[0]} is not in games {params.games}; a joint Refiner trains "
+            "on games the run has (add it to games or drop it from grpo.joint)"
+        )
+    for game, sections in params.game_overrides.items():
+        if "joint" in (sections.get("grpo") or {}):
+            raise ParamsError(
+                f"game_overrides.{game}.grpo.joint: the joint Refiner is one for all games; "
+                "set grpo.joint"
+            )
+    shared = trained_sampling(params.sample, params.grpo.max_completion_length)
+    for game in joint:
+        own = params.refiner_sampling(game)
+        if (own.style, own.max_prompt_tokens) != (shared.style, shared.max_prompt_tokens) or (
+            params.for_game("score", game) != params.score
+        ):
+            raise ParamsError(
+                f"grpo.joint: game_overrides.{game} changes the Refiner's prompt, completion "
+                "limit or reward (sample's rules, output_format, speech_words, max_new_tokens, "
+                "max_prompt_tokens; grpo.max_completion_length; score); the joint Refiner "
+                f"trains with the shared sections: set the value there or leave {game} out"
+            )
+    for game in params.games:
+        label = params.for_game("label", game)
+        for variant in params.for_game("grpo", game).variants:
+            if variant not in VIEWS:
+                continue
+            if variant == label.view:
+                raise ParamsError(
+                    f"grpo.variants ({game}): {variant!r} is label.full_information's view, the "
+                    "game's own Refiner's; list the other view"
+                )
+            if not label.both_views:
+                raise ParamsError(
+                    f"grpo.variants ({game}): {variant!r} trains on the other view's intents; "
+                    "set label.both_views: true"
+                )
+        variants = params.for_game("grpo", game).variants
+        for condition in params.for_game("evaluate", game).conditions:
+            name = parse_condition(condition).refiner
+            if name == JOINT_REFINER and not joint:
+                raise ParamsError(
+                    f"evaluate.conditions ({game}): {condition} plays the joint Refiner; set "
+                    "grpo.joint (the games it trains on)"
+                )
+            if name and name != JOINT_REFINER and name not in variants:
+                raise ParamsError(
+                    f"evaluate.conditions ({game}): {condition}: no Refiner named {name!r} is "
+                    f"trained; name {JOINT_REFINER} (grpo.joint) or one of grpo.variants "
+                    f"{variants}"
+                )
 
 
 def check_followers(params: Params) -> None:

@@ -86,3 +86,31 @@ def test_a_best_of_condition_loads_the_untrained_refiner_and_the_measurer():
         tournament_routes(["scripted"], load, [], configs["refiner"], lambda r: None, **kwargs)
         == {}
     )
+
+
+def test_a_named_refiner_plays_on_its_own_route(make_fake_llm):
+    """refiner-all+X: the joint Refiner (or a variant, by name) beside the game's own, each
+    loaded on its route and asked for its speeches."""
+    from stackelberg.evaluation.tournament import play_matrix
+
+    own, joint = LLMConfig(model="own"), LLMConfig(model="joint")
+    backends = {
+        "own": make_fake_llm("I trust Player 2."),
+        "joint": make_fake_llm("I trust Player 3."),
+    }
+    routes = tournament_routes(
+        ["scripted", "refiner+scripted", "refiner-all+scripted"],
+        lambda config: backends[config.model],
+        [],
+        own,
+        lambda route: None,
+        named_refiner={"all": joint}.get,
+    )
+    assert routes == {"refiner": backends["own"], "refiner-all": backends["joint"]}
+    records = play_matrix(
+        "werewolf", ["scripted", "refiner-all+scripted"], [0], ["village"], "scripted", routes
+    )
+    assert [r["condition"] for r in records] == ["scripted", "refiner-all+scripted"]
+    assert records[1]["refined"] > 0 and backends["joint"].batches and not backends["own"].batches
+    with pytest.raises(ValueError, match="named Refiner"):
+        tournament_routes(["refiner-all+scripted"], lambda c: c, [], own, lambda route: None)

@@ -123,6 +123,34 @@ def test_refiners_are_registered_mlflow_model_versions(project):
     assert "games/index.html" in shown  # the viewer pages of tournament games
 
 
+def test_the_joint_and_the_speaker_view_refiners_are_trained_and_compared(project):
+    """micro_params: a joint Refiner on Werewolf and Avalon (onuw and sotopia unseen), and in
+    Sotopia both views' intents and a Refiner on the speaker's own view."""
+    from mlflow import MlflowClient
+
+    root = project["root"]
+    joint = root / "models/refiner/all"
+    assert json.loads((joint / "joint_games.json").read_text()) == ["werewolf", "avalon"]
+    assert (joint / "adapter_config.json").exists()
+    assert (root / "models/refiner/sotopia/variants/speaker_only/adapter_config.json").exists()
+    client = MlflowClient(tracking_uri=project["env"]["MLFLOW_TRACKING_URI"])
+    assert client.search_model_versions("name='refiner-all'")
+    seen = {}
+    for game in GAMES:
+        held_out = json.loads((root / f"reports/{game}/metrics.json").read_text())["held_out"]
+        seen[game] = held_out["joint"]["seen"]
+        assert held_out["joint"]["joint_minus_own"]["n"] == held_out["joint"]["own"]["n"] >= 1
+        assert ("views" in held_out) == (game == "sotopia")
+    assert seen == {"werewolf": True, "avalon": True, "onuw": False, "sotopia": False}
+    views = json.loads((root / "reports/sotopia/metrics.json").read_text())["held_out"]["views"]
+    assert set(views["cells"]) == {"untrained", "full_information", "speaker_only"}
+    assert views["other_minus_own"]["speaker_only"]["n"] >= 1
+    intents = read_dataset(root / "data/intents/sotopia.parquet", "intents")
+    assert intents["other_desired"].null_count() == 0
+    summary = (root / "reports/summary.md").read_text()
+    assert "One Refiner for all games" in summary and "speaker's own view" in summary
+
+
 def test_a_second_run_with_nothing_changed_does_nothing(project):
     proc = sh([sys.executable, "-m", "flows.pipeline"], project["root"], project["env"])
     assert "0 stages run" in proc.stdout + proc.stderr

@@ -25,7 +25,9 @@ INTENTS = pl.DataFrame(
 def test_sample_score_and_grpo_plan_the_train_split_only(monkeypatch, stage):
     monkeypatch.setattr(datasets, "read_dataset", lambda path, name: INTENTS)
     ctx = SimpleNamespace(
-        path=lambda s=None: Path(s or "x"), section=SimpleNamespace(batch_instances=1, variants=[])
+        game="werewolf",
+        path=lambda s=None: Path(s or "x"),
+        section=SimpleNamespace(batch_instances=1, variants=[], member_refiners=[]),
     )
     ids = [i for item in stage.plan(ctx) for i in item["ids"]]
     assert ids == ["werewolf-1-4", "werewolf-3-2"]
@@ -33,7 +35,8 @@ def test_sample_score_and_grpo_plan_the_train_split_only(monkeypatch, stage):
 
 def test_grpo_trains_each_ablation_variant_on_the_same_instances(monkeypatch):
     monkeypatch.setattr(datasets, "read_dataset", lambda path, name: INTENTS)
-    section = SimpleNamespace(variants=["pos_only", "neg_only"])
-    items = grpo.plan(SimpleNamespace(path=lambda s=None: Path(s or "x"), section=section))
+    section = SimpleNamespace(variants=["pos_only", "neg_only"], member_refiners=[])
+    ctx = SimpleNamespace(game="werewolf", path=lambda s=None: Path(s or "x"), section=section)
+    items = grpo.plan(ctx)
     assert [item.get("variant") for item in items] == [None, "pos_only", "neg_only"]
     assert all(item["ids"] == ["werewolf-1-4", "werewolf-3-2"] for item in items)

@@ -17,6 +17,7 @@ from typing import Any
 from stackelberg.evaluation.behaviour import follower_behaviour
 from stackelberg.evaluation.held_out import candidate_record, instance_means
 from stackelberg.persuasion.candidates import output_rates, sample_candidates
+from stackelberg.persuasion.intents import other_view_row
 from stackelberg.persuasion.measurer import ensemble_names, measure_completions
 from stackelberg.progress import progress
 
@@ -163,3 +164,26 @@ def responses(
         )
         out[key] = {"model": model, "verdicts": verdicts}
     return out
+
+
+def score_other_view(
+    follower: Any,
+    sampled: Mapping[str, Any],
+    n: int,
+    other_view: str,
+    score: Any,
+    desc: str,
+) -> dict:
+    """``score_candidates`` against the other view's intents (``label.both_views``; each
+    row's ``other_desired`` and ``other_undesired``), for the Refiners of the 2x2
+    information table only: the untrained one's first ``n`` candidates, the game's own
+    Refiner and the one trained on the other view (``other_view``, among ``variants`` when
+    it was trained)."""
+    variants = sampled["variants"]
+    subset = {
+        **sampled,
+        "rows": [other_view_row(r) for r in sampled["rows"]],
+        UNTRAINED: [c[:n] for c in sampled[UNTRAINED]],
+        "variants": {other_view: variants[other_view]} if other_view in variants else {},
+    }
+    return score_candidates(follower, subset, score, desc)

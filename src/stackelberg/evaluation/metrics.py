@@ -90,6 +90,7 @@ from stackelberg.evaluation.tournament import (
     refiner_rates,
 )
 from stackelberg.evaluation.training_curve import MIN_STEPS, reward_rise
+from stackelberg.evaluation.transfer import transfer_mlflow
 from stackelberg.games import game_spec
 
 METRICS_VERSION = 1
@@ -539,6 +540,7 @@ def mlflow_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
         out[f"{stem}/reward_gain"] = float(gain["estimate"])
         out[f"{stem}/reward_gain_low"], out[f"{stem}/reward_gain_high"] = map(float, gain["ci"])
     out |= held_out_mlflow(game, metrics.get("held_out") or {})
+    out |= transfer_mlflow(game, metrics.get("held_out") or {})
     return out
 
 

@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from stackelberg.agents import LLM_AGENT_KINDS, llm_agent_class
-from stackelberg.agents.refiner import REFINER_ROUTE
 from stackelberg.evaluation.tournament import parse_condition
 from stackelberg.llm import LLMConfig
 from stackelberg.persuasion.best_of import MEASURER_ROUTE, REFINER_BASE_ROUTE
@@ -56,20 +55,26 @@ def tournament_routes(
     judge: Any = None,
     untrained_refiner: Any = None,
     measurer: Any = None,
+    named_refiner: Callable[[str], Any] | None = None,
 ) -> dict[str, Any]:
     """What the tables of the conditions ``played`` (their opponent among them) play with,
     by route: the players' models (``seat_models``: each config's JSON, the route
     ``play_matrix``'s ``route_of_seed`` names) when an LLM kind plays, the ``refiner`` when a
-    refined condition does, the ``untrained_refiner`` and the ``measurer`` when a best-of
-    condition does, the trained models the kinds read (``trained_routes``), and the
-    ``judge`` under ``JUDGE`` when one is given. ``load``: a model config to its backend."""
+    refined condition does (``refiner-NAME+X``: ``named_refiner(NAME)``'s config), the
+    ``untrained_refiner`` and the ``measurer`` when a best-of condition does, the trained
+    models the kinds read (``trained_routes``), and the ``judge`` under ``JUDGE`` when one
+    is given. ``load``: a model config to its backend."""
     parsed = [parse_condition(c) for c in played]
     kinds = [c.kind for c in parsed]
     routes: dict[str, Any] = {}
     if any(kind in LLM_AGENT_KINDS for kind in kinds):  # only the models seats play with
         routes = {key: load(LLMConfig.model_validate_json(key)) for key in seat_models}
-    if any(c.refined for c in parsed):
-        routes[REFINER_ROUTE] = load(refiner)
+    for c in parsed:
+        if not c.refined or c.refiner_route in routes:
+            continue
+        if c.refiner and named_refiner is None:
+            raise ValueError(f"refiner-{c.refiner}+X plays with a named Refiner: none given")
+        routes[c.refiner_route] = load(named_refiner(c.refiner) if c.refiner else refiner)
     if any(c.best_of for c in parsed):
         if untrained_refiner is None or measurer is None:
             raise ValueError(

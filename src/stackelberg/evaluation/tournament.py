@@ -3,8 +3,10 @@ camp, a plain opponent agent (default ``direct``) holds all the others.
 
 A condition names the tested agent: an agent kind (``direct``, ``react``, ``scripted``, ...),
 ``refiner+X``, which wraps X in the Refiner (its generations go to the ``refiner`` LLM
-route), or ``bestN+X``, which says the Measurer's best of N untrained Refiner rewrites of X's
-speech (``persuasion.best_of``: the ``refiner_base`` and ``measurer`` routes). Conditions are compared on the same seeds: the engine deals roles from the seed and
+route; ``refiner-NAME+X``: a Refiner trained beside the game's own, on ``refiner-NAME``),
+or ``bestN+X``, which says the Measurer's best of N untrained Refiner rewrites of X's
+speech (``persuasion.best_of``: the ``refiner_base`` and ``measurer`` routes). Conditions
+are compared on the same seeds: the engine deals roles from the seed and
 every seat's agent has its own seeded stream (``runner.agent_rng``), so X and ``refiner+X``
 meet exactly the same deals, and differ only in what the tested seats do.
 
@@ -38,6 +40,8 @@ from stackelberg.persuasion.best_of import (
 from stackelberg.progress import progress
 
 REFINER_PREFIX = "refiner+"
+#: ``refiner-NAME+X``: a Refiner trained beside the game's own, by name (``Condition.refiner``)
+_NAMED_REFINER = re.compile(r"refiner-([A-Za-z0-9_]+)\+(.*)", re.S)
 #: ``bestN+X``: N (digits, or anything else up to the first "+": refused), then X
 _BEST_OF = re.compile(rf"{BEST_OF_PREFIX}([^+]*)\+(.*)", re.S)
 #: how the LLM seats of a game chose by generation: answers asked, re-asks, random fallbacks
@@ -51,12 +55,19 @@ Record = dict[str, Any]
 
 class Condition(NamedTuple):
     """A condition's agent kind X, and what its speeches go through: the trained Refiner
-    (``refiner+X``), or the Measurer's best of ``best_of`` untrained Refiner samples
-    (``bestN+X``; 0: not so)."""
+    (``refiner+X``; ``refiner-NAME+X``: the one named ``refiner``, trained beside the game's
+    own: ``all``, the joint Refiner, or a variant of ``grpo.variants``), or the Measurer's
+    best of ``best_of`` untrained Refiner samples (``bestN+X``; 0: not so)."""
 
     kind: str
     refined: bool = False
     best_of: int = 0
+    refiner: str = ""
+
+    @property
+    def refiner_route(self) -> str:
+        """The route of this condition's Refiner: the game's own, or one per name."""
+        return f"{REFINER_ROUTE}-{self.refiner}" if self.refiner else REFINER_ROUTE
 
     @property
     def wrapped(self) -> bool:
@@ -64,14 +75,17 @@ class Condition(NamedTuple):
 
 
 def parse_condition(condition: str) -> Condition:
-    """``"refiner+react"`` -> ``Condition("react", refined=True)``; ``"best4+react"`` ->
+    """``"refiner+react"`` -> ``Condition("react", refined=True)``; ``"refiner-all+react"``
+    -> ``Condition("react", refined=True, refiner="all")``; ``"best4+react"`` ->
     ``Condition("react", best_of=4)``; ``"direct"`` -> ``Condition("direct")``."""
     bad = (
-        f"bad condition {condition!r}; use an agent kind X, 'refiner+X' or "
+        f"bad condition {condition!r}; use an agent kind X, 'refiner+X', 'refiner-NAME+X' or "
         f"'{BEST_OF_PREFIX}N+X' (N >= 1, e.g. '{BEST_OF_PREFIX}4+direct')"
     )
     if condition.startswith(REFINER_PREFIX):
         parsed = Condition(condition[len(REFINER_PREFIX) :], refined=True)
+    elif named := _NAMED_REFINER.fullmatch(condition):
+        parsed = Condition(named.group(2), refined=True, refiner=named.group(1))
     elif best := _BEST_OF.fullmatch(condition):
         if not re.fullmatch(r"[1-9][0-9]*", best.group(1)):
             raise ConfigError(bad)
@@ -126,7 +140,8 @@ def build_agent(
     """The agent of a condition; LLM kinds get ``agent_options`` (e.g. speech_tokens) and
     the backend of ``route``; a Refiner, trained or not, ``refiner_options`` (its style and
     sampling); a best-of speaker also ``best_of_options`` (``label`` and ``score``)."""
-    inner, refined, best_of = parse_condition(condition)
+    parsed = parse_condition(condition)
+    inner, refined, best_of = parsed.kind, parsed.refined, parsed.best_of
     routes = as_routes(llm_routes)
     options = dict(agent_options or {}) if inner in LLM_AGENT_KINDS else {}
     if inner in LLM_AGENT_KINDS and route != DEFAULT_ROUTE:
@@ -153,11 +168,14 @@ def build_agent(
         )
     if not refined:
         return agent
-    if REFINER_ROUTE not in routes:
+    route_name = parsed.refiner_route
+    if route_name not in routes:
         raise ConfigError(
-            f"condition {condition!r} needs a Refiner backend: llm_routes[{REFINER_ROUTE!r}]"
+            f"condition {condition!r} needs a Refiner backend: llm_routes[{route_name!r}]"
         )
-    return RefinerAgent(agent, routes[REFINER_ROUTE], **dict(refiner_options or {}))
+    refiner = RefinerAgent(agent, routes[route_name], **dict(refiner_options or {}))
+    refiner.route = route_name  # its requests go to that Refiner
+    return refiner
 
 
 def _summary(table: Table, condition: str, camp: str, opponent: str, seats: list[int]) -> Record:

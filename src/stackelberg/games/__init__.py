@@ -7,7 +7,9 @@ game is one engine module with its ``GameSpec`` and one entry here.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator
 
 from stackelberg.games.avalon import Avalon
 from stackelberg.games.base import (
@@ -37,6 +39,10 @@ def check_game_name(name: str) -> str:
     if name not in GAMES:
         raise ConfigError(f"unknown game {name!r}; choose one of: {', '.join(GAME_NAMES)}")
     return name
+
+
+#: a settings field that holds a game's name, checked against the registry
+GameName = Annotated[str, AfterValidator(check_game_name)]
 
 
 def game_spec(name: str) -> GameSpec:

@@ -12,6 +12,11 @@ again with a stricter (repair) prompt, a bounded number of times; an instance st
 of K+K valid responses is dropped and counted. A labeler that drops more than
 ``max_dropped_share`` of its instances stops the stage (``Dropped.check``), quoting one of
 its answers: its answers are not in the asked form, and later stages would have nothing.
+
+With ``both_views`` every instance is labeled from both views, full information and the
+speaker's own (``VIEWS``): the other view's responses go beside the first's (``Labels.other``;
+the intents' ``other_desired`` and ``other_undesired`` columns), so that a Refiner can train
+on either and every Refiner can be scored against both (the paper's second named limit).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field
 
@@ -38,6 +43,13 @@ from stackelberg.persuasion.truth import scripted_intents
 from stackelberg.settings import SamplingSettings
 
 DESIRED, UNDESIRED = "desired", "undesired"
+#: the labeler's two views of a speech: every role known (the paper), or only what the
+#: speaker knows (what a player has at play time)
+FULL_INFORMATION, SPEAKER_ONLY = "full_information", "speaker_only"
+View = Literal["full_information", "speaker_only"]
+VIEWS: tuple[str, ...] = get_args(View)
+#: the intents' columns of the other view's responses (``both_views``; null without it)
+OTHER_DESIRED, OTHER_UNDESIRED = "other_desired", "other_undesired"
 #: the rule-based scheme, and the labeler it names in the intents dataset
 SCRIPTED = "scripted"
 _EXAMPLES = {
@@ -55,6 +67,14 @@ class LabelSettings(SamplingSettings):
         True,
         description="the labeler sees every role (paper; scripted: the game's truth, ONUW's "
         "cards at the end of the night); false: the speaker's view (release)",
+    )
+    both_views: bool = Field(
+        False,
+        description="also label every instance from the other view (full_information's "
+        "opposite) into the intents' other_desired and other_undesired columns: for a Refiner "
+        "trained on that view (grpo.variants: speaker_only or full_information) and the "
+        "held-out table of both views; an LLM labeler labels twice (an instance is kept when "
+        "both views are complete), the scripted one at no cost",
     )
     show_base_utterance: bool = Field(
         True,
@@ -81,6 +101,30 @@ class LabelSettings(SamplingSettings):
         "labeler and quoting one of its answers (1: never stop)",
     )
 
+    @property
+    def view(self) -> str:
+        """The view these settings label from (``VIEWS``)."""
+        return view_name(self.full_information)
+
+    def other_view(self) -> LabelSettings:
+        """The same labeling from the other view."""
+        return self.model_copy(update={"full_information": not self.full_information})
+
+
+def view_name(full_information: bool) -> str:
+    return FULL_INFORMATION if full_information else SPEAKER_ONLY
+
+
+def other_view_row(row: dict[str, Any]) -> dict[str, Any]:
+    """An intents row with the other view's responses as its desired and undesired ones
+    (``both_views``): what a Refiner trained on that view, or scored against it, reads."""
+    if not row.get(OTHER_DESIRED) or not row.get(OTHER_UNDESIRED):
+        raise NothingToWorkWithError(
+            f"instance {row['instance_id']}: no other view's intents; set label.both_views: "
+            "true and run the label stage again"
+        )
+    return {**row, DESIRED: row[OTHER_DESIRED], UNDESIRED: row[OTHER_UNDESIRED]}
+
 
 @dataclass
 class Labels:
@@ -89,6 +133,8 @@ class Labels:
     attempts: int = 0
     #: the first labeler answer that gave no usable response (quoted by ``Dropped.check``)
     unusable: str | None = None
+    #: the same instance labeled from the other view (``both_views``)
+    other: Labels | None = None
 
     def reject(self, answer: str) -> None:
         if self.unusable is None:
@@ -98,7 +144,19 @@ class Labels:
         return max(0, k - len(getattr(self, polarity)))
 
     def complete(self, k: int) -> bool:
-        return not self.missing(DESIRED, k) and not self.missing(UNDESIRED, k)
+        """k desired and k undesired responses, from each view labeled."""
+        own = not self.missing(DESIRED, k) and not self.missing(UNDESIRED, k)
+        return own and (self.other is None or self.other.complete(k))
+
+    @property
+    def total_attempts(self) -> int:
+        return self.attempts + (self.other.attempts if self.other else 0)
+
+    @property
+    def first_unusable(self) -> str | None:
+        if self.unusable is not None or self.other is None:
+            return self.unusable
+        return self.other.unusable
 
 
 def _system(view: InstanceView, full_information: bool) -> str:
@@ -168,7 +226,21 @@ def valid_response(text: str, view: InstanceView, taken: Sequence[str]) -> str |
 def label_views(
     llm: Any, views: Sequence[InstanceView], settings: LabelSettings, seeds: Sequence[int]
 ) -> list[Labels]:
-    """Label every view, batching all open requests of an attempt into one call.
+    """Label every view (``label_one_view``); with ``both_views``, again from the other
+    view, into each label's ``other``."""
+    labels = label_one_view(llm, views, settings, seeds)
+    if settings.both_views:
+        others = label_one_view(llm, views, settings.other_view(), seeds)
+        for lab, other in zip(labels, others, strict=True):
+            lab.other = other
+    return labels
+
+
+def label_one_view(
+    llm: Any, views: Sequence[InstanceView], settings: LabelSettings, seeds: Sequence[int]
+) -> list[Labels]:
+    """Label every view from ``settings``' view, batching all open requests of an attempt
+    into one call.
 
     Per response scheme: one prompt per instance and polarity, sampled n times for the
     missing responses (the prompt is read once for its n samples). Scripted scheme: no
@@ -241,7 +313,7 @@ class Dropped:
     @classmethod
     def of(cls, labels: Sequence[Labels], k: int) -> Dropped:
         short = [lab for lab in labels if not lab.complete(k)]
-        answer = next((lab.unusable for lab in short if lab.unusable is not None), None)
+        answer = next((a for lab in short if (a := lab.first_unusable) is not None), None)
         return cls(len(labels), len(short), answer)
 
     def __add__(self, other: Dropped) -> Dropped:

@@ -21,6 +21,12 @@ SETTINGS_FILE = "grpo_settings.json"
 TRAIN_HISTORY = "train_history.json"
 #: the folder, inside a game's Refiner, of the Refiners trained on other reward variants
 VARIANTS = "variants"
+#: the joint Refiner's name (``grpo.joint``): its folder models/refiner/all (the stage
+#: grpo_all), its MLflow model refiner-all, its seats refiner-all+X
+JOINT_REFINER = "all"
+#: what the joint Refiner's folder holds beside the adapter: the games it trained on
+#: (written without ``grpo.joint`` too, naming none: the folder is a DVC output either way)
+JOINT_GAMES = "joint_games.json"
 #: TRL's metric of the share of a step's completions that hit max_completion_length
 CLIPPED_RATIO = "completions/clipped_ratio"
 #: the share of a step's completions that parsed, logged by the caller's reward function
@@ -49,10 +55,10 @@ def train_history_rates(history: Sequence[Mapping[str, Any]], completions_per_st
 
 
 def check_replaceable(out: Path) -> None:
-    """Refuse to replace a folder that is neither empty nor a previous adapter."""
-    if out.exists() and (
-        not out.is_dir() or (any(out.iterdir()) and not (out / "adapter_config.json").exists())
-    ):
+    """Refuse to replace a folder that is neither empty nor a previous adapter (or a joint
+    Refiner's folder that names no game, ``write_no_joint``)."""
+    previous = (out / "adapter_config.json").exists() or (out / JOINT_GAMES).exists()
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not previous)):
         raise ValueError(
             f"output_dir {str(out)!r} exists and is not a PEFT adapter folder; "
             "choose a new or empty folder (a previous adapter there is replaced)"
@@ -74,6 +80,16 @@ def stable_adapter_config(data: bytes) -> bytes:
     if isinstance(config.get("target_modules"), list):
         config["target_modules"] = sorted(config["target_modules"])
     return json.dumps(config, indent=2, sort_keys=True).encode()
+
+
+def write_no_joint(output_dir: str | Path) -> Path:
+    """The joint Refiner's folder without ``grpo.joint``: its games file naming none, no
+    adapter (the folder is a DVC output the evaluate stage reads either way)."""
+    out = Path(output_dir).expanduser()
+    check_replaceable(out)
+    with atomic_dir(out) as staged:
+        (staged / JOINT_GAMES).write_text("[]")
+    return out
 
 
 def write_adapter(files: dict[str, bytes], output_dir: str | Path) -> Path:

@@ -14,6 +14,8 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from stackelberg.agents.refiner import RefinerStyle
+from stackelberg.games import GameName
+from stackelberg.persuasion.intents import View
 from stackelberg.persuasion.measurer import member_variant
 from stackelberg.persuasion.reward import Variant
 from stackelberg.settings import Settings
@@ -82,11 +84,21 @@ class GRPOSettings(Settings):
         "tokens); false: one row per completion, as TRL does",
     )
     seed: int = Field(0, description="seed of the LoRA init, prompt order and sampling")
-    variants: list[Variant] = Field(
+    variants: list[Variant | View] = Field(
         default_factory=list,
-        description="other reward variants (score.variant) to train a Refiner on as well, on "
-        "the same instances, for the paper's ablation: each lands in models/refiner/GAME/"
-        "variants/V and is scored on the held-out instances; empty: none",
+        description="other Refiners to train on the same instances: a reward variant "
+        "(score.variant: pos_only, neg_only, full), the paper's ablation, or the other view's "
+        "intents (speaker_only or full_information, whichever label.full_information is "
+        "not; needs label.both_views); each lands in models/refiner/GAME/variants/V and is "
+        "scored on the held-out instances; empty: none",
+    )
+    joint: list[GameName] = Field(
+        default_factory=list,
+        description="games whose train instances one joint Refiner trains on, each prompt "
+        "naming its game (the stage grpo_all: models/refiner/all, MLflow refiner-all, "
+        "refiner-all+X seats), with the shared grpo, sample and score sections; the "
+        "evaluate stage scores it on every game's held-out instances beside the game's own "
+        "Refiner, a game left out of this list as one it never saw; empty: none",
     )
     member_refiners: list[str] = Field(
         default_factory=list,
@@ -195,6 +207,13 @@ class GRPOSettings(Settings):
     def _variants_once(self) -> GRPOSettings:
         if len(set(self.variants)) != len(self.variants):
             raise ValueError(f"variants {self.variants}: each variant once")
+        if len(set(self.joint)) != len(self.joint):
+            raise ValueError(f"joint {self.joint}: each game once")
+        if len(self.joint) == 1:
+            raise ValueError(
+                f"joint {self.joint}: a joint Refiner trains on two games or more (one game's "
+                "Refiner is its own, grpo@GAME); list more games or none"
+            )
         if len(set(self.member_refiners)) != len(self.member_refiners):
             raise ValueError(f"member_refiners {self.member_refiners}: each member once")
         return self
