@@ -1,5 +1,5 @@
-# The two entry points of the README, the study and the followers' run. Each installs into
-# ./.venv first (idempotent).
+# The two entry points of the README, the study, the followers' and the limits' runs. Each
+# installs into ./.venv first (idempotent).
 .PHONY: run test study followers limits install
 
 install:
