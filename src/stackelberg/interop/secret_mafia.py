@@ -114,8 +114,7 @@ class MafiaView(Game):
     def _game_message(self, text: str) -> None:
         if welcome := _WELCOME.match(text):
             self._seat(int(welcome.group(1)), welcome.group(2), text)
-        elif any(text.startswith(words) for words in _ASKS):
-            kind = next(k for words, k in _ASKS.items() if text.startswith(words))
+        elif kind := next((k for words, k in _ASKS.items() if text.startswith(words)), None):
             if kind != "vote":
                 self._night()
             else:
