@@ -480,7 +480,8 @@ def mlflow_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
     paired tests give ``paired/game/base_vs_treated/{diff,p_value}`` (all camps), rewards
     ``reward/game/{before,after,diff}``, Refiner outputs
     ``refiner/game/run/{ended_rate,parse_rate}``, the training reward's rise
-    held-out details ``held_out/game/...`` (``held_out.held_out_mlflow``),
+    held-out details ``held_out/game/...`` (``held_out.held_out_mlflow``; the joint Refiner's
+    and both views': ``transfer.transfer_mlflow``),
     ``training/game/{reward_rise,reward_rise_low,reward_rise_high,reward_first,reward_last,
     steps,reward_gain,reward_gain_low,reward_gain_high}``. ``ablation_from_mlflow`` reads these names.
     """
