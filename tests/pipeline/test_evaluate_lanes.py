@@ -4,6 +4,7 @@ Measurer that the tables also use, after them in the stage's thread. Models are 
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from types import SimpleNamespace
 
@@ -16,6 +17,7 @@ from stackelberg.evaluation import held_out_scoring
 from stackelberg.llm.local import PrefixBudget, PrefixStore
 from stackelberg.params import Params
 from stackelberg.persuasion.measurer import Measured
+from stackelberg.persuasion.reward import RewardConfig, measurer_reward
 
 
 class Backend:
@@ -49,8 +51,9 @@ def stage(monkeypatch):
             (threading.current_thread().name, torch.get_num_threads(), llm.prefix_store.budget)
         )
         seen["scored"].set()
-        parts = dict(words=3, positive=-1.0, negative=-2.0, length_penalty=0.0)
-        rewards = [SimpleNamespace(reward=float(i), **parts) for i in range(len(candidates))]
+        # real reward parts (every field the records read), the i-th candidate's reward i
+        parts = measurer_reward("I trust you.", [[-1.0]], [[-2.0]], RewardConfig())
+        rewards = [dataclasses.replace(parts, reward=float(i)) for i in range(len(candidates))]
         return Measured([c.utterance for c in candidates], rewards, 0)
 
     def play_matrix(*args, **kwargs):
