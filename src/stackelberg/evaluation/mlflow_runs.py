@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from stackelberg.evaluation.report import METRICS_FILE, TextTable
+from stackelberg.games import GAME_NAMES
 from stackelberg.provenance import COMMIT_TAG, PARAMS_TAG
 
 
@@ -70,8 +71,10 @@ def logged_evaluations(
                     json.loads(Path(path).read_text()),
                 )
             )
-    order = list(games) if games else sorted(newest)
-    return sorted(out, key=lambda e: order.index(e.game) if e.game in order else len(order))
+    order = list(games or GAME_NAMES)  # the project's order of games, unknown ones last
+    return sorted(
+        out, key=lambda e: (order.index(e.game) if e.game in order else len(order), e.game)
+    )
 
 
 def provenance_table(evaluations: Sequence[LoggedEvaluation], experiment: str) -> TextTable:
