@@ -10,7 +10,11 @@ seats play with the tactics stage's policy (models/tactics/onuw), handed to them
 (models/strategist/avalon), on the ``strategist`` route; ``lspo`` seats with the lspo stage's
 policy (models/lspo/werewolf), on the ``lspo`` route (``evaluation.routes``); ``bestN+X``
 seats with the untrained Refiner and the Measurer (``refiner_base`` and ``measurer`` routes),
-labeling and scoring as the label and score stages do.
+labeling and scoring as the label and score stages do. The joint Refiner (``grpo.joint``,
+models/refiner/all) samples and is scored beside the game's own, as are the Refiners of
+``grpo.variants``, and plays as ``refiner-all+X``; with ``label.both_views`` the Refiners of
+the information table are also scored against the other view's intents
+(``evaluation.transfer``).
 
 The work is the library's (``evaluation.held_out_scoring``, ``evaluation.routes``,
 ``evaluation.tournament``, ``evaluation.metrics``, ``evaluation.plots``); this module picks
