@@ -4,9 +4,7 @@ one-line error for each kind of bad input."""
 
 from __future__ import annotations
 
-import importlib
 import json
-import sys
 
 import numpy as np
 import pytest
@@ -15,7 +13,6 @@ from hypothesis import strategies as st
 from pettingzoo.test import api_test, seed_test
 
 from stackelberg.games import GAME_NAMES, GameError, make_game
-from stackelberg.interop import MissingExtra, require
 from stackelberg.interop.pettingzoo import SPEECH_CHARS, env
 
 #: PettingZoo's advice for numeric spaces, which text observations and speech cannot follow
@@ -162,15 +159,3 @@ def test_render_shows_the_game_masters_lines_once():
     first = table.render()
     assert "(Player" in first and "only) The werewolves are" in first
     assert table.render() == ""
-
-
-def test_without_the_extra_the_entry_point_names_it(monkeypatch):
-    monkeypatch.setitem(sys.modules, "pettingzoo", None)  # as if not installed
-    monkeypatch.delitem(sys.modules, "stackelberg.interop.pettingzoo")
-    with pytest.raises(MissingExtra) as err:
-        importlib.import_module("stackelberg.interop.pettingzoo")
-    assert str(err.value) == (
-        "pettingzoo is not installed; install the extra: pip install -e '.[pettingzoo]'"
-    )
-    with pytest.raises(MissingExtra, match=r"\.\[textarena\]"):
-        require("no_such_package_here", "textarena")
