@@ -17,6 +17,8 @@ def onuw_only(tmp_path_factory):
     params = (ROOT / "tests/pipeline/micro_params.yaml").read_text()
     params = params.replace("games: [werewolf, avalon, onuw, sotopia]", "games: [onuw]")
     assert "games: [onuw]" in params
+    params = params.replace("joint: [werewolf, avalon]", "joint: []")  # trains on other games
+    assert "joint: []" in params
     env = make_project(root, params, {"PREFECT_API_URL": "http://0.0.0.0:9/api"})
     return root, env
 
