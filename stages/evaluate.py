@@ -40,7 +40,8 @@ from stackelberg.evaluation.held_out_scoring import (
     score_other_view,
 )
 from stackelberg.evaluation.judge import judge_tournament
-from stackelberg.evaluation.metrics import game_metrics, mlflow_metrics, refiner_runs
+from stackelberg.evaluation.metrics import game_metrics, refiner_runs
+from stackelberg.evaluation.mlflow_names import mlflow_metrics
 from stackelberg.evaluation.plots import plot_game
 from stackelberg.evaluation.routes import JUDGE
 from stackelberg.evaluation.routes import tournament_routes as play_routes

@@ -12,14 +12,8 @@
 from __future__ import annotations
 
 from stackelberg.evaluation.ablation import AblationResult, ablation_from_mlflow, ablation_table
-from stackelberg.evaluation.metrics import (
-    game_metrics,
-    mlflow_metrics,
-    paired_test,
-    paired_tests,
-    reward_summary,
-    win_rates,
-)
+from stackelberg.evaluation.metrics import game_metrics, reward_summary
+from stackelberg.evaluation.mlflow_names import mlflow_metrics
 from stackelberg.evaluation.report import (
     TextTable,
     load_metrics,
@@ -43,6 +37,7 @@ from stackelberg.evaluation.tournament import (
     play_matrix,
     play_tournament,
 )
+from stackelberg.evaluation.tournament_stats import paired_test, paired_tests, win_rates
 
 __all__ = [
     "AblationResult",

@@ -2,7 +2,7 @@
 negative-only reward, against plain ReAct, one table shaped like the paper's.
 
 Each ``dvc exp run -S score.variant=...`` logs its evaluation to MLflow with the
-``score.variant`` param (or tag) and the metric names of ``metrics.mlflow_metrics``;
+``score.variant`` param (or tag) and the metric names of ``mlflow_names.mlflow_metrics``;
 ``ablation_from_mlflow`` reads them back and ``ablation_table`` lays them out.
 """
 
@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from stackelberg.evaluation.metrics import metric_key, rate
+from stackelberg.evaluation.mlflow_names import metric_key
 from stackelberg.evaluation.report import TextTable, rate_cell
+from stackelberg.evaluation.tournament_stats import rate
 from stackelberg.games import GAME_NAMES
 
 VARIANT_KEY = "score.variant"

@@ -14,8 +14,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from stackelberg.evaluation.metrics import score_metrics, seat_counts, win_rates
+from stackelberg.evaluation.dimension_scores import score_metrics
 from stackelberg.evaluation.tournament import CHOICE_COUNTS, SPEECH_COUNTS, Record
+from stackelberg.evaluation.tournament_stats import seat_counts, win_rates
 from stackelberg.games import game_spec
 
 #: bootstrap resamples of a scored game's dimension means (the summary prints the means)

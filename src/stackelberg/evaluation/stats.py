@@ -3,6 +3,7 @@
 Tournaments are tens to hundreds of games, so the normal approximation is poor near 0% and
 100%: win rates get a Wilson score interval, paired comparisons an exact (binomial) McNemar
 test, and mean rewards a percentile bootstrap. Everything is pure Python and seeded.
+``verdict`` is the one rule that calls a difference a gain or a loss, for every metric.
 """
 
 from __future__ import annotations
@@ -136,12 +137,35 @@ def bootstrap_diff(
     return Interval(_mean(b) - _mean(a), lo, hi, min(len(a), len(b)))
 
 
+#: the exact McNemar test's level: a win-rate difference counts only at p < ALPHA
+ALPHA = 0.05
+NOT_SIGNIFICANT = "no significant difference (interval includes 0)"
+#: below this many paired units a bootstrap interval is not trusted (2 points give a
+#: degenerate interval that can exclude 0 by chance)
+MIN_UNITS = 10
+
+
+def verdict(interval: Interval, p_value: float | None = None) -> tuple[bool, str]:
+    """Whether a difference is reported as one, and the words for it."""
+    if p_value is None and interval.n < MIN_UNITS:
+        return False, f"too few to conclude (n={interval.n} < {MIN_UNITS})"
+    if interval.includes_zero():
+        return False, NOT_SIGNIFICANT
+    if p_value is not None and p_value >= ALPHA:  # e.g. one discordant game: no interval width
+        return False, f"no significant difference (exact McNemar p = {p_value:.2g} >= {ALPHA})"
+    return True, "gain" if interval.estimate > 0 else "loss"
+
+
 __all__ = [
     "held_out_comparison",
     "Interval",
+    "ALPHA",
+    "MIN_UNITS",
+    "NOT_SIGNIFICANT",
     "bootstrap_diff",
     "bootstrap_mean_ci",
     "mcnemar_exact",
     "paired_bootstrap_diff",
+    "verdict",
     "wilson",
 ]

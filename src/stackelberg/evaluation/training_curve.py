@@ -23,12 +23,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from stackelberg.evaluation.stats import Interval, bootstrap_diff
+from stackelberg.evaluation.stats import NOT_SIGNIFICANT, Interval, bootstrap_diff, verdict
 
 #: the share of a run's steps in each window compared
 WINDOW_SHARE = 0.2
 #: fewer steps have no first and last window apart
 MIN_STEPS = 2
+#: the verdicts of the training reward's rise (``training_summary``)
+RISES, FALLS, NO_CLEAR_CHANGE = "rises", "falls", "no clear change"
 
 
 def window_steps(steps: int, share: float = WINDOW_SHARE) -> int:
@@ -120,11 +122,55 @@ def gain_over_baseline(
     return {step: values for step, values in gains.items() if values}
 
 
+def training_summary(
+    step_rewards: Mapping[int, Sequence[float]] | None,
+    resamples: int = 2000,
+    seed: int = 0,
+    step_gains: Mapping[int, Sequence[float]] | None = None,
+) -> dict[str, Any] | None:
+    """The ``training`` entry of metrics.json (``metrics``' docstring): the reward's rise over
+    the GRPO run and, given ``step_gains`` (``gain_over_baseline``), the rise of each prompt's
+    reward over its untrained baseline, with the same verdict rule as the held-out reward
+    (``stats.verdict``) in words fit for a curve."""
+    if step_rewards is None:
+        return None
+    out = {"reward_rise": _rise_entry(step_rewards, resamples, seed)}
+    if step_gains is not None:
+        out["reward_gain"] = _rise_entry(step_gains, resamples, seed)
+    return out
+
+
+def _rise_entry(
+    step_rewards: Mapping[int, Sequence[float]], resamples: int, seed: int
+) -> dict[str, Any]:
+    """One window comparison of ``training_summary`` with its verdict."""
+    rise = reward_rise(step_rewards, resamples=resamples, seed=seed)
+    if rise is None:
+        n = len(step_rewards)
+        return {
+            "estimate": None,
+            "ci": None,
+            "steps": n,
+            "significant": False,
+            "verdict": f"too few steps ({n} < {MIN_STEPS})",
+        }
+    significant, words = verdict(rise.diff)
+    if significant:
+        words = RISES if rise.diff.estimate > 0 else FALLS
+    elif words == NOT_SIGNIFICANT:
+        words = NO_CLEAR_CHANGE
+    return {**rise.to_dict(), "significant": significant, "verdict": words}
+
+
 __all__ = [
+    "FALLS",
     "MIN_STEPS",
+    "NO_CLEAR_CHANGE",
+    "RISES",
     "WINDOW_SHARE",
     "RewardRise",
     "gain_over_baseline",
     "reward_rise",
+    "training_summary",
     "window_steps",
 ]
