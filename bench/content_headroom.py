@@ -1,0 +1,96 @@
+"""What a speech can do to the Measurer's terms: the base speech against simple rewrites of it.
+
+    python bench/content_headroom.py --workspace runs/study --game werewolf [--instances 60]
+
+For each labeled instance of a pipeline workspace (its data/intents and data/selfplay, the
+Measurer and score settings of its params.yaml), the Measurer scores the base speech and
+these texts, and the table gives each one's change of the reward's terms (``clamped``: the
+desired responses' log-probabilities less the undesired ones', without the length and
+format penalties) over the base speech's, mean and bootstrap 95% interval over instances:
+
+- the base with a sentence added that any speaker could say ("Trust me.", ...), or with a
+  named player trusted or suspected: the mean over the other players (a name drawn at
+  random) and the best of them (a Refiner that knew which name the reward wants);
+- the desired (undesired) responses said outright: how far the follower can be moved at
+  all, and by copying the responses rather than persuading.
+
+A study whose trained Refiner's terms do not move asks whether there was anything within
+the Refiner's reach: a rewrite it could find from its own prompt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from flows.context import get_llm
+from stackelberg.params import load_params
+from stackelberg.persuasion.context import instance_rows
+from stackelberg.persuasion.measurer import load_measurer, measure
+
+#: sentences any speaker could add, whatever its role
+GENERIC = ("Trust me.", "I am telling the truth.", "Believe me, please.")
+
+
+def rewrites(base: str, speaker: int, players: int) -> dict[str, str | list[str]]:
+    """The texts scored beside the base speech; a list: one text per named player."""
+    others = [p for p in range(players) if p != speaker]
+    out: dict[str, str | list[str]] = {f"+ {g}": f"{base} {g}" for g in GENERIC}
+    out["base said twice"] = f"{base} {base}"
+    out["+ I trust Player X."] = [f"{base} I trust Player {p + 1}." for p in others]
+    out["+ I suspect Player X."] = [f"{base} I suspect Player {p + 1}." for p in others]
+    return out
+
+
+def interval(values: list[float], rng: np.random.Generator) -> dict:
+    x = np.asarray(values)
+    means = rng.choice(x, (2000, len(x))).mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return {"mean": round(float(x.mean()), 3), "ci": [round(low, 3), round(high, 3)]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workspace", required=True, help="a pipeline workspace (runs/study)")
+    parser.add_argument("--game", required=True)
+    parser.add_argument("--instances", type=int, default=60, help="the first N labeled ones")
+    args = parser.parse_args()
+    os.chdir(Path(args.workspace))
+    params = load_params("params.yaml")
+    settings = params.for_game("score", args.game)
+    llm = load_measurer(params.models.measurer, get_llm)
+    intents = f"data/intents/{args.game}.parquet"
+    ids = pl.read_parquet(intents)["instance_id"].to_list()[: args.instances]
+    rows, views = instance_rows(intents, "intents", f"data/selfplay/{args.game}.parquet", ids)
+    gains: dict[str, list[float]] = {}
+    for row, view in zip(rows, views, strict=True):
+        base = row["base_utterance"]
+        texts = {"base": base, **rewrites(base, view.speaker, view.game.n_players)}
+        texts["the desired responses said"] = " ".join(row["desired"])
+        texts["the undesired responses said"] = " ".join(row["undesired"])
+        flat = [t for v in texts.values() for t in ([v] if isinstance(v, str) else v)]
+        parts, _ = measure(llm, view, flat, row["desired"], row["undesired"], settings)
+        terms = iter(p.clamped for p in parts)
+        scored = {
+            k: [next(terms) for _ in ([v] if isinstance(v, str) else v)] for k, v in texts.items()
+        }
+        b = scored.pop("base")[0]
+        for name, values in scored.items():
+            if len(values) == 1:
+                gains.setdefault(name, []).append(values[0] - b)
+            else:
+                gains.setdefault(f"{name} (a random X)", []).append(float(np.mean(values)) - b)
+                gains.setdefault(f"{name} (the best X)", []).append(max(values) - b)
+    rng = np.random.default_rng(0)
+    for name, values in gains.items():
+        line = {"game": args.game, "text": name, "n": len(values), **interval(values, rng)}
+        print(json.dumps(line))
+
+
+if __name__ == "__main__":
+    main()
