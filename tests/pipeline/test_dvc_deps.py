@@ -19,7 +19,10 @@ from stackelberg.games import GAME_NAMES
 #: Prefect orchestration that runs a stage (flows/).
 NOT_OUTPUT_CODE = {
     "src/stackelberg/__init__.py",
-    "src/stackelberg/params.py",
+    "src/stackelberg/params/__init__.py",
+    "src/stackelberg/params/checks.py",
+    "src/stackelberg/params/models.py",
+    "src/stackelberg/params/schema.py",
     "src/stackelberg/settings.py",
 }
 

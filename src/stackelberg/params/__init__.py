@@ -1,0 +1,107 @@
+"""The pipeline's parameters (params.yaml): one validated section per stage.
+
+Every section is a pydantic model with ``extra="forbid"``: an unknown key or a bad value
+stops the run with one line naming the key. The sections of the method's stages are the
+library's own settings classes (``label``: LabelSettings, ``sample``: SampleSettings,
+``score``: ScoreSettings, ``grpo``: GRPOSettings, ``tactics``: TacticsSettings,
+``strategist``: StrategistSettings, ``lspo``: LspoSettings), so a key is
+defined once. Per-game tuning lives in ``game_overrides``
+(e.g. ``game_overrides.werewolf.grpo.learning_rate``) so that DVC reruns only that game's
+stages when one game's values change, while ``dvc exp run -S score.variant=pos_only``
+changes a shared value for every game.
+
+The schema (``schema``: ``Params`` and its sections; ``models``: the model of each role)
+is read and validated by ``load_params``, which then refuses, in one line, what the
+sections allow alone but not together (``checks``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from stackelberg.params.checks import (
+    check_followers,
+    check_pairings,
+    check_refiners_beside,
+    needs_later_model,
+    unscoring,
+)
+from stackelberg.params.models import (
+    ModelEntry,
+    ModelsParams,
+    WeightedLLMConfig,
+    draw_model,
+    entry_models,
+)
+from stackelberg.params.schema import (
+    RUNNER_PACKAGES,
+    STAGE_SECTIONS,
+    BehaviourSettings,
+    EvaluateParams,
+    OrchestrationParams,
+    Params,
+    ParamsError,
+    PlayerParams,
+    SelectParams,
+    SelfplayParams,
+    TrackingParams,
+    explain,
+)
+from stackelberg.settings import one_line
+
+
+def load_params(path: str | Path = "params.yaml") -> Params:
+    """Read and validate a params file; every problem is reported as ParamsError."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError:
+        raise ParamsError(f"{path}: no such params file") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark else ""
+        raise ParamsError(f"{path}: not valid YAML{where}") from None
+    if not isinstance(raw, dict):
+        raise ParamsError(f"{path}: expected a mapping of sections at the top level")
+    try:
+        params = Params(**raw)
+    except ValidationError as err:
+        raise ParamsError(f"{path}: {one_line(err)}") from None
+    for game in params.games:
+        for section in STAGE_SECTIONS:
+            params.for_game(section, game)
+    try:
+        check_pairings(params)
+    except ParamsError as err:
+        raise ParamsError(f"{path}: {err}") from None
+    return params
+
+
+__all__ = [
+    "RUNNER_PACKAGES",
+    "STAGE_SECTIONS",
+    "BehaviourSettings",
+    "EvaluateParams",
+    "ModelEntry",
+    "ModelsParams",
+    "OrchestrationParams",
+    "Params",
+    "ParamsError",
+    "PlayerParams",
+    "SelectParams",
+    "SelfplayParams",
+    "TrackingParams",
+    "WeightedLLMConfig",
+    "check_followers",
+    "check_pairings",
+    "check_refiners_beside",
+    "draw_model",
+    "entry_models",
+    "explain",
+    "load_params",
+    "needs_later_model",
+    "unscoring",
+]
