@@ -1,6 +1,6 @@
 # The two entry points of the README, the study, the followers' and the limits' runs. Each
 # installs into ./.venv first (idempotent).
-.PHONY: run test study followers limits install
+.PHONY: run test fast study followers limits install
 
 install:
 	bash scripts/install.sh
@@ -10,6 +10,10 @@ run: install
 
 test: install
 	bash scripts/test.sh
+
+# the fast lane: no model, no training, no Prefect; one test process per core
+fast: install
+	bash scripts/test.sh -m "not slow" -n auto
 
 study: install
 	bash scripts/study.sh
