@@ -8,8 +8,8 @@ these texts, and the table gives each one's change of the reward's terms (``clam
 desired responses' log-probabilities less the undesired ones', without the length and
 format penalties) over the base speech's, mean and bootstrap 95% interval over instances:
 
-- the base with a sentence added that any speaker could say ("Trust me.", ...), or with a
-  named player trusted or suspected: the mean over the other players (a name drawn at
+- the base with a sentence added that any speaker could say ("Trust me.", "Trust Player
+  <the speaker>.", ...), or with a named player trusted or suspected: the mean over the other players (a name drawn at
   random) and the best of them (a Refiner that knew which name the reward wants);
 - the desired (undesired) responses said outright: how far the follower can be moved at
   all, and by copying the responses rather than persuading.
@@ -42,6 +42,7 @@ def rewrites(base: str, speaker: int, players: int) -> dict[str, str | list[str]
     others = [p for p in range(players) if p != speaker]
     out: dict[str, str | list[str]] = {f"+ {g}": f"{base} {g}" for g in GENERIC}
     out["base said twice"] = f"{base} {base}"
+    out["+ Trust Player <the speaker>."] = f"{base} Trust Player {speaker + 1}."
     out["+ I trust Player X."] = [f"{base} I trust Player {p + 1}." for p in others]
     out["+ I suspect Player X."] = [f"{base} I suspect Player {p + 1}." for p in others]
     return out
