@@ -29,7 +29,7 @@ import numpy as np
 import polars as pl
 
 from flows.context import get_llm
-from stackelberg.params import load_params
+from stackelberg.params import ParamsError, load_params
 from stackelberg.persuasion.context import instance_rows
 from stackelberg.persuasion.measurer import load_measurer, measure
 
@@ -62,7 +62,10 @@ def main() -> None:
     parser.add_argument("--instances", type=int, default=60, help="the first N labeled ones")
     args = parser.parse_args()
     os.chdir(Path(args.workspace))
-    params = load_params("params.yaml")
+    try:
+        params = load_params("params.yaml")
+    except ParamsError as err:
+        raise SystemExit(f"content_headroom: {err}") from None
     settings = params.for_game("score", args.game)
     llm = load_measurer(params.models.measurer, get_llm)
     intents = f"data/intents/{args.game}.parquet"
