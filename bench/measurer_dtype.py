@@ -6,7 +6,10 @@ every game (the train instances, base utterance included) with the embedded chec
 within an instance (each reward minus its instance's mean: what GRPO's group advantages and
 the paired held-out comparison see). Response cache off; one JSON line.
 
-    python bench/measurer_dtype.py [--dtype bfloat16]
+    python bench/measurer_dtype.py [--dtype bfloat16] [--model embedded-gemma3]
+
+``--model``: another follower model (the study's unseen follower, ``embedded-gemma3``)
+instead of the project's checkpoint.
 """
 
 from __future__ import annotations
@@ -26,12 +29,13 @@ from stackelberg.persuasion.context import instance_rows
 from stackelberg.persuasion.measurer import measure
 
 
-def rewards(dtype: str, params) -> tuple[list[list[float]], float]:
-    """Each instance's candidate rewards, and the seconds the Measurer took."""
+def rewards(dtype: str, params, model: str | None = None) -> tuple[list[list[float]], float]:
+    """Each instance's candidate rewards, and the seconds the Measurer took (``model``: the
+    follower model, by default the project's checkpoint)."""
     window = params.models.measurer.context_window
     llm = make_llm(
         backend="local",
-        model=str(output("base_model")),
+        model=model or str(output("base_model")),
         dtype=dtype,
         context_window=window,
         cache="off",
@@ -65,16 +69,18 @@ def ranks(x: np.ndarray) -> np.ndarray:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--model", help="another follower model (e.g. embedded-gemma3)")
     args = parser.parse_args()
     params = load_params("params.yaml")
-    full, full_s = rewards("float32", params)
-    other, other_s = rewards(args.dtype, params)
+    full, full_s = rewards("float32", params, args.model)
+    other, other_s = rewards(args.dtype, params, args.model)
     a, b = np.concatenate(full), np.concatenate(other)
     within_a = np.concatenate([np.array(r) - np.mean(r) for r in full])
     within_b = np.concatenate([np.array(r) - np.mean(r) for r in other])
     print(
         json.dumps(
             {
+                "model": args.model or "models/base",
                 "dtype": args.dtype,
                 "instances": len(full),
                 "candidates": int(a.size),
