@@ -29,6 +29,7 @@ import numpy as np
 import polars as pl
 
 from flows.context import get_llm
+from stackelberg.evaluation.stats import bootstrap_mean_ci
 from stackelberg.params import ParamsError, load_params
 from stackelberg.persuasion.context import instance_rows
 from stackelberg.persuasion.measurer import load_measurer, measure
@@ -37,22 +38,15 @@ from stackelberg.persuasion.measurer import load_measurer, measure
 GENERIC = ("Trust me.", "I am telling the truth.", "Believe me, please.")
 
 
-def rewrites(base: str, speaker: int, players: int) -> dict[str, str | list[str]]:
-    """The texts scored beside the base speech; a list: one text per named player."""
+def rewrites(base: str, speaker: int, players: int) -> dict[str, list[str]]:
+    """The texts scored beside the base speech: one, or one per other player named."""
     others = [p for p in range(players) if p != speaker]
-    out: dict[str, str | list[str]] = {f"+ {g}": f"{base} {g}" for g in GENERIC}
-    out["base said twice"] = f"{base} {base}"
-    out["+ Trust Player <the speaker>."] = f"{base} Trust Player {speaker + 1}."
+    out = {f"+ {g}": [f"{base} {g}"] for g in GENERIC}
+    out["base said twice"] = [f"{base} {base}"]
+    out["+ Trust Player <the speaker>."] = [f"{base} Trust Player {speaker + 1}."]
     out["+ I trust Player X."] = [f"{base} I trust Player {p + 1}." for p in others]
     out["+ I suspect Player X."] = [f"{base} I suspect Player {p + 1}." for p in others]
     return out
-
-
-def interval(values: list[float], rng: np.random.Generator) -> dict:
-    x = np.asarray(values)
-    means = rng.choice(x, (2000, len(x))).mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return {"mean": round(float(x.mean()), 3), "ci": [round(low, 3), round(high, 3)]}
 
 
 def main() -> None:
@@ -74,15 +68,13 @@ def main() -> None:
     gains: dict[str, list[float]] = {}
     for row, view in zip(rows, views, strict=True):
         base = row["base_utterance"]
-        texts = {"base": base, **rewrites(base, view.speaker, view.game.n_players)}
-        texts["the desired responses said"] = " ".join(row["desired"])
-        texts["the undesired responses said"] = " ".join(row["undesired"])
-        flat = [t for v in texts.values() for t in ([v] if isinstance(v, str) else v)]
+        texts = {"base": [base], **rewrites(base, view.speaker, view.game.n_players)}
+        texts["the desired responses said"] = [" ".join(row["desired"])]
+        texts["the undesired responses said"] = [" ".join(row["undesired"])]
+        flat = [t for group in texts.values() for t in group]
         parts, _ = measure(llm, view, flat, row["desired"], row["undesired"], settings)
         terms = iter(p.clamped for p in parts)
-        scored = {
-            k: [next(terms) for _ in ([v] if isinstance(v, str) else v)] for k, v in texts.items()
-        }
+        scored = {k: [next(terms) for _ in group] for k, group in texts.items()}
         b = scored.pop("base")[0]
         for name, values in scored.items():
             if len(values) == 1:
@@ -90,10 +82,10 @@ def main() -> None:
             else:
                 gains.setdefault(f"{name} (a random X)", []).append(float(np.mean(values)) - b)
                 gains.setdefault(f"{name} (the best X)", []).append(max(values) - b)
-    rng = np.random.default_rng(0)
     for name, values in gains.items():
-        line = {"game": args.game, "text": name, "n": len(values), **interval(values, rng)}
-        print(json.dumps(line))
+        ci = bootstrap_mean_ci(values)
+        line = {"game": args.game, "text": name, "n": ci.n, "mean": round(ci.estimate, 3)}
+        print(json.dumps(line | {"ci": [round(ci.low, 3), round(ci.high, 3)]}))
 
 
 if __name__ == "__main__":
