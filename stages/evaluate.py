@@ -196,6 +196,7 @@ def held_out_scores(ctx, measurer, sampled: dict) -> dict:
         measurer,
         unseen=unseen,
         behaviour=behaviour_run(ctx, measurer, unseen),
+        best_of=ctx.section.best_of,
     )
     return with_other_view(ctx, measurer, sampled, reward)
 

@@ -1,5 +1,5 @@
 """The held-out reward's work: the Refiners' candidates for the test instances, then every
-candidate's record under the Measurer (and under an unseen follower).
+candidate's record under the Measurer (and, under an unseen follower, those its tables read).
 
 The Refiners sample first, each prompted and stopped as the trained one plays; the followers
 score after, all candidates of an instance in one call (one context, computed once). The
@@ -15,10 +15,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from stackelberg.evaluation.behaviour import follower_behaviour
-from stackelberg.evaluation.held_out import candidate_record, instance_means
+from stackelberg.evaluation.held_out import best_of_choice, candidate_record, instance_means
 from stackelberg.persuasion.candidates import output_rates, sample_candidates
 from stackelberg.persuasion.intents import other_view_row
-from stackelberg.persuasion.measurer import ensemble_names, measure_completions
+from stackelberg.persuasion.measurer import (
+    MEMBER_VARIANT_PREFIX,
+    ensemble_names,
+    measure_completions,
+)
 from stackelberg.progress import progress
 
 #: held-out candidates' seeds: the instance's seed plus this stride times (evaluate.seed + 1),
@@ -114,12 +118,14 @@ def held_out_reward(
     measurer: Any,
     unseen: tuple[Callable[[], Any], str] | None = None,
     behaviour: BehaviourRun | None = None,
+    best_of: Sequence[int] = (),
 ) -> dict[str, Any]:
     """Each instance's mean reward per Refiner ("before": the untrained Refiner's first
     ``n``), the Refiners' output rates, and every candidate's record under the Measurer and,
-    with ``unseen`` (a loader of that follower and its model's name), under the unseen
-    follower too; ``label`` names the run in progress bars (``evaluate@GAME``). With
-    ``behaviour``, each follower's judged responses to the candidates (``behaviour``)."""
+    with ``unseen`` (a loader of that follower and its model's name), the records a table
+    reads under the unseen follower too (``unseen_subset``); ``label`` names the run in
+    progress bars (``evaluate@GAME``). With ``behaviour``, each follower's judged responses
+    to the candidates (``behaviour``)."""
     if not sampled:
         return {"before": [], "after": []}
     out: dict[str, Any] = {f"{g}_outputs": sampled[f"{g}_outputs"] for g in ("before", "after")}
@@ -129,15 +135,57 @@ def held_out_reward(
     out["scored"]["members"] = ensemble_names(measurer)
     if unseen is not None:
         load, model = unseen
-        out["scored"]["unseen"] = score_candidates(
-            load(), sampled, score, f"{desc}, unseen follower"
+        kept = pool_kept(out["scored"]["measurer"][UNTRAINED], n, best_of)
+        records = score_candidates(
+            load(), unseen_subset(sampled, kept), score, f"{desc}, unseen follower"
         )
+        out["scored"]["unseen"] = records | {UNTRAINED: in_pool(records[UNTRAINED], kept)}
         out["scored"]["unseen_model"] = model
     if behaviour is not None and behaviour.settings.responses:
         out["scored"]["behaviour"] = responses(sampled, n, score, behaviour, desc)
     records = out["scored"]["measurer"]
     out["before"] = instance_means([c[:n] for c in records[UNTRAINED]])
     out["after"] = instance_means(records[TRAINED])
+    return out
+
+
+def pool_kept(
+    pool: Sequence[Sequence[Mapping[str, Any]]], n: int, best_of: Sequence[int]
+) -> list[list[int]]:
+    """Per instance, the untrained Refiner's candidates a table reads beside the Measurer's:
+    its first ``n`` (the "before" group) and the Measurer's pick of each best-of-k."""
+    picks = [best_of_choice(pool, k) for k in best_of]
+    return [
+        sorted(set(range(min(n, len(cands)))) | {p[i] for p in picks})
+        for i, cands in enumerate(pool)
+    ]
+
+
+def unseen_subset(sampled: Mapping[str, Any], kept: Sequence[Sequence[int]]) -> dict[str, Any]:
+    """What the unseen follower scores: the untrained Refiner's ``kept`` candidates, the
+    trained one's, and the Refiners trained against one ensemble member (the ensemble table
+    reads them under every follower); not the rest of the best-of pool, nor the ablation's
+    Refiners, which no table reads under it. The pool's first n and picks of best of 8 are
+    about 6 of the study's 14 candidates an instance (the follower's time)."""
+    variants = sampled["variants"]
+    return {
+        **sampled,
+        UNTRAINED: [[c[i] for i in k] for c, k in zip(sampled[UNTRAINED], kept, strict=True)],
+        "variants": {v: c for v, c in variants.items() if v.startswith(MEMBER_VARIANT_PREFIX)},
+    }
+
+
+def in_pool(
+    records: Sequence[Sequence[Mapping[str, Any]]], kept: Sequence[Sequence[int]]
+) -> list[list[Any]]:
+    """The kept candidates' records back at their places in the pool (None where not
+    scored), so that the best-of picks index both followers' pools alike."""
+    out = []
+    for recs, k in zip(records, kept, strict=True):
+        row: list[Any] = [None] * (max(k) + 1 if k else 0)
+        for i, rec in zip(k, recs, strict=True):
+            row[i] = rec
+        out.append(row)
     return out
 
 

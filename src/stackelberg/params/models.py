@@ -66,7 +66,8 @@ class ModelsParams(Settings):
     unseen_follower: LLMConfig | None = Field(
         None,
         description="a follower the Refiner never trained against (another model family): "
-        "it rescored the held-out candidates of every Refiner, beside the Measurer (the "
+        "it rescores the held-out candidates its tables read (the untrained Refiner's first "
+        "evaluate.n and best-of picks, the trained Refiner's), beside the Measurer (the "
         "Measurer is not the real follower); null: none",
     )
 
