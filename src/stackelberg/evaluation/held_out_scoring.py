@@ -165,8 +165,8 @@ def unseen_subset(sampled: Mapping[str, Any], kept: Sequence[Sequence[int]]) -> 
     """What the unseen follower scores: the untrained Refiner's ``kept`` candidates, the
     trained one's, and the Refiners trained against one ensemble member (the ensemble table
     reads them under every follower); not the rest of the best-of pool, nor the ablation's
-    Refiners, which no table reads under it. The pool's first n and picks of best of 8 are
-    about 6 of the study's 14 candidates an instance (the follower's time)."""
+    Refiners, which no table reads under it: in the study's Werewolf and Avalon at most 10
+    of an instance's 20 candidates (the follower's time)."""
     variants = sampled["variants"]
     return {
         **sampled,
