@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import _project_root  # noqa: F401  (flows and stages importable)
 import torch
 
 from flows.graph import output

@@ -25,6 +25,7 @@ import json
 import os
 from pathlib import Path
 
+import _project_root  # noqa: F401  (flows and stages importable)
 import numpy as np
 import polars as pl
 

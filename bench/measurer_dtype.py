@@ -18,6 +18,7 @@ import argparse
 import json
 import time
 
+import _project_root  # noqa: F401  (flows and stages importable)
 import numpy as np
 import polars as pl
 

@@ -15,6 +15,8 @@ import argparse
 import json
 import time
 
+import _project_root  # noqa: F401  (flows and stages importable)
+
 from flows.pipeline import is_stale, record_in_lock, stage_order
 
 

@@ -318,7 +318,7 @@ def tournaments(ctx, part: slice, routes: dict | None = None) -> dict:
 def finish(ctx, results) -> dict:
     import mlflow
 
-    from stackelberg.evaluation.training_curve import gain_over_baseline
+    from stackelberg.evaluation.training_curve import gain_over_baseline, revisit_pairs
     from stackelberg.training.prompt_rewards import step_prompt_reward_map, step_prompt_rewards
 
     p = ctx.section
@@ -342,6 +342,7 @@ def finish(ctx, results) -> dict:
         refiner_outputs=refiner_outputs(ctx, reward, trained, records),
         step_rewards=prompt_rewards,
         step_gains=gains,
+        revisits=revisit_pairs(by_prompt) if by_prompt else None,
     )
     if reward.get("scored"):
         metrics["held_out"] = held_out_details(

@@ -286,13 +286,16 @@ def test_metrics_name_their_game_without_tournament_records():
     assert m["game"] == "onuw" and m["conditions"] == {} and m["reward"]["before"]["n"] == 2
 
 
-def with_training(game: str, rise: dict | None, gain: dict | None = None) -> dict:
+def with_training(
+    game: str, rise: dict | None, gain: dict | None = None, revisit: dict | None = None
+) -> dict:
     """A game's metrics with no tournament and no held-out reward, only the training's rise
-    (and its gain over the prompts' untrained baselines)."""
+    (and its gain over the prompts' untrained baselines, and its prompts' revisit)."""
     m = game_metrics([], game=game)
     m["training"] = None if rise is None else {"reward_rise": rise}
-    if gain is not None:
-        m["training"]["reward_gain"] = gain
+    for key, entry in (("reward_gain", gain), ("reward_revisit", revisit)):
+        if entry is not None:
+            m["training"][key] = entry
     return m
 
 
@@ -320,8 +323,11 @@ FEW = {
 def test_the_training_table_puts_each_number_in_its_cell():
     gain = RISE | {"estimate": 0.2, "ci": [-0.05, 0.45], "first": 0.01, "last": 0.21}
     gain |= {"significant": False, "verdict": "no clear change"}
+    revisit = {k: v for k, v in RISE.items() if k != "window_steps"}
+    revisit |= {"estimate": 0.08, "ci": [0.03, 0.14], "first": 0.1, "last": 0.18}
+    revisit |= {"n_first": 24, "n_last": 24}
     by_game = {
-        "onuw": with_training("onuw", RISE, gain),
+        "onuw": with_training("onuw", RISE, gain, revisit),
         "avalon": with_training("avalon", FEW),
         "werewolf": with_training("werewolf", None),  # no prompt rewards kept: no row
     }
@@ -341,6 +347,8 @@ def test_the_training_table_puts_each_number_in_its_cell():
         ["onuw", "reward", "40", "-0.400", "-0.090", "+0.310 [0.125, 0.500]", "16 / 12", "rises"],
         ["onuw", gained, "40", "0.010", "0.210", "+0.200 [-0.050, 0.450]", "16 / 12"]
         + ["no clear change"],
+        ["onuw", "same prompt, last visit - first", "40", "0.100", "0.180"]
+        + ["+0.080 [0.030, 0.140]", "24 / 24", "rises"],
         ["avalon", "reward", "1", "-", "-", "-", "-", "too few steps (1 < 2)"],
     ]
     md = squeeze(markdown_report(by_game))

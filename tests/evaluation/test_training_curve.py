@@ -15,7 +15,12 @@ from stackelberg.evaluation.metrics import (
     mlflow_metrics,
     training_summary,
 )
-from stackelberg.evaluation.training_curve import gain_over_baseline, reward_rise, window_steps
+from stackelberg.evaluation.training_curve import (
+    gain_over_baseline,
+    revisit_pairs,
+    reward_rise,
+    window_steps,
+)
 
 # Ten steps of five prompts: a window is two steps, ten prompts (MIN_UNITS, enough to judge).
 NOISE = [-0.2, 0.1, 0.0, 0.2, -0.1]
@@ -161,3 +166,52 @@ def test_the_gain_leaves_out_prompts_without_a_baseline_and_lands_in_mlflow():
         "reward_gain"
     ]["ci"]
     assert "reward_gain" not in game_metrics([], game="onuw", step_rewards=raw)["training"]
+
+
+def two_epoch_run(per_visit: float) -> dict[int, dict[str, float]]:
+    """Ten steps over the twenty prompts of BASELINES twice (four a step, in the same order each
+    epoch): each prompt at its baseline plus ``per_visit`` at its second visit, and noise."""
+    keys = list(BASELINES)
+    run = {}
+    for s in range(1, 11):
+        epoch, slot = divmod(s - 1, 5)
+        run[s] = {
+            k: BASELINES[k] + per_visit * epoch + WOBBLE[(s + i) % 10]
+            for i, k in enumerate(keys[4 * slot : 4 * slot + 4])
+        }
+    return run
+
+
+def test_the_revisit_pairs_a_prompts_first_and_last_visit_whatever_its_difficulty():
+    # The prompts' baselines spread from -2 to 3 (hard and easy): a prompt's second visit
+    # minus its first sees only what training added to it.
+    learned, flat = two_epoch_run(0.3), two_epoch_run(0.0)
+    for run, per_visit in ((learned, 0.3), (flat, 0.0)):
+        pairs = revisit_pairs(run)
+        assert sorted(pairs) == sorted(BASELINES)  # every prompt seen twice
+        raw = {s: list(r.values()) for s, r in run.items()}
+        revisit = training_summary(raw, resamples=1000, revisits=pairs)["reward_revisit"]
+        assert revisit["estimate"] == pytest.approx(per_visit, abs=0.03)
+        assert revisit["n_first"] == revisit["n_last"] == 20 and revisit["steps"] == 10
+    assert (
+        training_summary({1: [0.0]}, revisits=revisit_pairs(learned))["reward_revisit"]["verdict"]
+        == RISES
+    )
+    assert (
+        training_summary({1: [0.0]}, revisits=revisit_pairs(flat))["reward_revisit"]["verdict"]
+        == NO_CLEAR_CHANGE
+    )
+
+
+def test_a_single_pass_has_no_revisit_and_a_revisit_lands_in_mlflow():
+    one_pass = {s: {f"p{s}": 0.1 * s} for s in range(1, 11)}
+    assert revisit_pairs(one_pass) == {}
+    raw = {s: list(r.values()) for s, r in one_pass.items()}
+    assert "reward_revisit" not in training_summary(raw, revisits=revisit_pairs(one_pass))
+    run = two_epoch_run(0.3)
+    raw = {s: list(r.values()) for s, r in run.items()}
+    m = game_metrics([], game="onuw", step_rewards=raw, revisits=revisit_pairs(run), resamples=200)
+    flat = mlflow_metrics(m)
+    entry = m["training"]["reward_revisit"]
+    assert flat["training/onuw/reward_revisit"] == pytest.approx(entry["estimate"])
+    assert [flat[f"training/onuw/reward_revisit_{e}"] for e in ("low", "high")] == entry["ci"]

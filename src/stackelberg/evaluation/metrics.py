@@ -36,7 +36,8 @@ Layout of ``reports/{game}/metrics.json``::
        "estimate": 0.31, "ci": [0.12, 0.5], "first": -0.4, "last": -0.09,
        "n_first": 16, "n_last": 16, "steps": 40, "window_steps": 8,
        "significant": true, "verdict": "rises"},
-      "reward_gain": {...the same keys...}}}  # each prompt's reward less its baseline
+      "reward_gain": {...the same keys...},  # each prompt's reward less its baseline
+      "reward_revisit": {...the same keys but window_steps...}}}  # more than one epoch
 
 A scored game (its GameSpec has ``dimensions``: Sotopia) has no winners to count: its
 ``conditions`` and ``paired`` are empty, and ``scores`` holds, per condition and dimension,
@@ -66,6 +67,8 @@ below ``MIN_UNITS`` prompts in a window, and too few steps (``estimate`` null) b
 ``reward_gain`` (given the untrained Refiner's scores): the same with each prompt's reward
 less its baseline, the untrained candidates' mean reward on that instance, so that the
 windows compare gains, not which prompts fell in them (``training_curve``).
+``reward_revisit`` (a run of more than one epoch): each revisited prompt's last visit minus
+its first, a paired bootstrap over those prompts.
 ``training`` is null when no prompt rewards were given (a run trained before they were kept).
 """
 
@@ -148,11 +151,13 @@ def game_metrics(
     refiner_outputs: Mapping[str, Mapping[str, float]] | None = None,
     step_rewards: Mapping[int, Sequence[float]] | None = None,
     step_gains: Mapping[int, Sequence[float]] | None = None,
+    revisits: Mapping[str, tuple[float, float]] | None = None,
 ) -> dict[str, Any]:
     """The metrics.json content of one game (see the module docstring); ``game`` names it
     when there are no tournament records to take the name from; ``step_rewards`` are GRPO's
     prompt rewards by step (``training.prompt_rewards.step_prompt_rewards``), ``step_gains``
-    the same less each prompt's untrained baseline (``training_curve.gain_over_baseline``)."""
+    the same less each prompt's untrained baseline (``training_curve.gain_over_baseline``),
+    ``revisits`` each revisited prompt's first and last reward (``training_curve.revisit_pairs``)."""
     games = {r["game"] for r in records} | ({game} if game else set())
     if len(games) > 1:
         raise ValueError(f"game_metrics: records of several games: {sorted(games)}")
@@ -175,7 +180,7 @@ def game_metrics(
         **scored,
         "reward": reward_summary(reward_before, reward_after, resamples=resamples, seed=seed),
         "refiner_outputs": refiner_output_rates(refiner_outputs),
-        "training": training_summary(step_rewards, resamples, seed, step_gains),
+        "training": training_summary(step_rewards, resamples, seed, step_gains, revisits),
     }
 
 

@@ -28,7 +28,8 @@ def mlflow_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
     held-out details ``held_out/game/...`` (``held_out.held_out_mlflow``; the joint Refiner's
     and both views': ``transfer.transfer_mlflow``),
     ``training/game/{reward_rise,reward_rise_low,reward_rise_high,reward_first,reward_last,
-    steps,reward_gain,reward_gain_low,reward_gain_high}``. ``ablation_from_mlflow`` reads these names.
+    steps,reward_gain,reward_gain_low,reward_gain_high,reward_revisit,reward_revisit_low,
+    reward_revisit_high}``. ``ablation_from_mlflow`` reads these names.
     """
     game = metrics["game"]
     out: dict[str, float] = {}
@@ -80,11 +81,12 @@ def mlflow_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
         out[f"{stem}/reward_first"] = float(rise["first"])
         out[f"{stem}/reward_last"] = float(rise["last"])
         out[f"{stem}/steps"] = float(rise["steps"])
-    gain = (metrics.get("training") or {}).get("reward_gain") or {}
-    if gain.get("estimate") is not None:
-        stem = f"training/{game}"
-        out[f"{stem}/reward_gain"] = float(gain["estimate"])
-        out[f"{stem}/reward_gain_low"], out[f"{stem}/reward_gain_high"] = map(float, gain["ci"])
+    for key in ("reward_gain", "reward_revisit"):
+        entry = (metrics.get("training") or {}).get(key) or {}
+        if entry.get("estimate") is not None:
+            stem = f"training/{game}/{key}"
+            out[stem] = float(entry["estimate"])
+            out[f"{stem}_low"], out[f"{stem}_high"] = map(float, entry["ci"])
     out |= held_out_mlflow(game, metrics.get("held_out") or {})
     out |= transfer_mlflow(game, metrics.get("held_out") or {})
     return out

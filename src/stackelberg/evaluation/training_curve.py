@@ -14,6 +14,11 @@ then ``reward_rise``) takes that out: each prompt's reward minus its own baselin
 reward of the untrained Refiner's candidates for that instance (the sample and score
 stages: the same prompt, sampling and Measurer before any step). Its first window sits near
 zero by construction; its last window is what training added on prompts of like difficulty.
+
+A run of more than one epoch visits each prompt again, and the revisit (``revisit_pairs``
+then ``revisit_rise``) pairs a prompt's last visit with its first: difficulty cancels
+within the pair, and so does any offset between GRPO's sampling and the baseline's. The
+windows compare different prompts; the revisit compares every revisited prompt with itself.
 """
 
 from __future__ import annotations
@@ -23,7 +28,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from stackelberg.evaluation.stats import NOT_SIGNIFICANT, Interval, bootstrap_diff, verdict
+from stackelberg.evaluation.stats import (
+    NOT_SIGNIFICANT,
+    Interval,
+    bootstrap_diff,
+    paired_bootstrap_diff,
+    verdict,
+)
 
 #: the share of a run's steps in each window compared
 WINDOW_SHARE = 0.2
@@ -122,21 +133,66 @@ def gain_over_baseline(
     return {step: values for step, values in gains.items() if values}
 
 
+def revisit_pairs(
+    step_prompt_rewards: Mapping[int, Mapping[str, float]],
+) -> dict[str, tuple[float, float]]:
+    """Prompt -> (its reward at its first step, at its last) for each prompt GRPO trained on
+    at two steps or more (a run of more than one epoch); empty for a single pass.
+
+    >>> revisit_pairs({1: {"a": 0.0, "b": 1.0}, 2: {"c": 2.0}, 3: {"a": 0.5}, 4: {"a": 0.7}})
+    {'a': (0.0, 0.7)}
+    """
+    visits: dict[str, list[float]] = {}
+    for _, rewards in sorted(step_prompt_rewards.items()):
+        for key, r in rewards.items():
+            visits.setdefault(str(key), []).append(float(r))
+    return {k: (v[0], v[-1]) for k, v in visits.items() if len(v) > 1}
+
+
+def revisit_rise(
+    pairs: Mapping[str, tuple[float, float]], steps: int, resamples: int = 2000, seed: int = 0
+) -> dict[str, Any] | None:
+    """A prompt's last visit minus its first, averaged over the revisited prompts ``pairs``
+    (``revisit_pairs``) with a paired bootstrap interval; the keys of ``RewardRise.to_dict``
+    (``first`` and ``last``: the visits' means; ``n_first`` = ``n_last``: the prompts) but
+    no window. None without a revisited prompt."""
+    if not pairs:
+        return None
+    first = [a for a, _ in pairs.values()]
+    last = [b for _, b in pairs.values()]
+    diff = paired_bootstrap_diff(first, last, resamples, seed)
+    n = len(pairs)
+    return {
+        "estimate": diff.estimate,
+        "ci": [diff.low, diff.high],
+        "first": sum(first) / n,
+        "last": sum(last) / n,
+        "n_first": n,
+        "n_last": n,
+        "steps": steps,
+        **_verdict_entry(diff),
+    }
+
+
 def training_summary(
     step_rewards: Mapping[int, Sequence[float]] | None,
     resamples: int = 2000,
     seed: int = 0,
     step_gains: Mapping[int, Sequence[float]] | None = None,
+    revisits: Mapping[str, tuple[float, float]] | None = None,
 ) -> dict[str, Any] | None:
     """The ``training`` entry of metrics.json (``metrics``' docstring): the reward's rise over
     the GRPO run and, given ``step_gains`` (``gain_over_baseline``), the rise of each prompt's
-    reward over its untrained baseline, with the same verdict rule as the held-out reward
-    (``stats.verdict``) in words fit for a curve."""
+    reward over its untrained baseline, and given ``revisits`` (``revisit_pairs``, a run of
+    more than one epoch), each revisited prompt's last visit minus its first, with the same
+    verdict rule as the held-out reward (``stats.verdict``) in words fit for a curve."""
     if step_rewards is None:
         return None
     out = {"reward_rise": _rise_entry(step_rewards, resamples, seed)}
     if step_gains is not None:
         out["reward_gain"] = _rise_entry(step_gains, resamples, seed)
+    if revisits and (entry := revisit_rise(revisits, len(step_rewards), resamples, seed)):
+        out["reward_revisit"] = entry
     return out
 
 
@@ -154,12 +210,17 @@ def _rise_entry(
             "significant": False,
             "verdict": f"too few steps ({n} < {MIN_STEPS})",
         }
-    significant, words = verdict(rise.diff)
+    return {**rise.to_dict(), **_verdict_entry(rise.diff)}
+
+
+def _verdict_entry(diff: Interval) -> dict[str, Any]:
+    """``significant`` and ``verdict`` of a training comparison: rises, falls or no clear change."""
+    significant, words = verdict(diff)
     if significant:
-        words = RISES if rise.diff.estimate > 0 else FALLS
+        words = RISES if diff.estimate > 0 else FALLS
     elif words == NOT_SIGNIFICANT:
         words = NO_CLEAR_CHANGE
-    return {**rise.to_dict(), "significant": significant, "verdict": words}
+    return {"significant": significant, "verdict": words}
 
 
 __all__ = [
@@ -170,6 +231,8 @@ __all__ = [
     "WINDOW_SHARE",
     "RewardRise",
     "gain_over_baseline",
+    "revisit_pairs",
+    "revisit_rise",
     "reward_rise",
     "training_summary",
     "window_steps",

@@ -36,6 +36,7 @@ def reward_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable:
 TRAINING_MEASURES = {
     "reward_rise": "reward",
     "reward_gain": "reward - untrained, same prompt",
+    "reward_revisit": "same prompt, last visit - first",
 }
 
 
@@ -84,8 +85,10 @@ def training_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTabl
         "Mean Measurer reward of the prompts in each window (a prompt: the mean of its GRPO "
         "group); 'reward - untrained': each prompt's reward less the mean reward of the "
         "untrained Refiner's candidates on it (prompts differ in difficulty far more than "
-        "training moves one). CI: bootstrap resampling each window's prompts (first / last: "
-        "their count). rises / falls: the interval excludes 0.",
+        "training moves one); 'same prompt, last visit - first' (more than one epoch): each "
+        "revisited prompt's reward at its last step minus its first, first / last the "
+        "visits' means. CI: bootstrap resampling each window's prompts (first / last: "
+        "their count; a revisit: the prompts, paired). rises / falls: the interval excludes 0.",
     )
 
 
