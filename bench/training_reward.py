@@ -21,19 +21,14 @@ from pathlib import Path
 import _project_root  # noqa: F401  (flows and stages importable)
 
 from flows import graph
-from stackelberg.evaluation.training_curve import (
-    gain_over_baseline,
-    revisit_pairs,
-    training_summary,
-)
+from stackelberg.evaluation.training_curve import training_summary
 from stackelberg.params import ParamsError, load_params
 from stackelberg.training.grpo_outputs import TRAIN_HISTORY
-from stackelberg.training.prompt_rewards import step_prompt_reward_map, step_prompt_rewards
-from stages.evaluate import untrained_baselines
+from stages.evaluate import training_curves
 
 
 class GamePaths:
-    """What ``untrained_baselines`` asks of a stage context: where a stage writes for a game."""
+    """What ``training_curves`` asks of a stage context: where a stage writes for a game."""
 
     def __init__(self, game: str) -> None:
         self.game = game
@@ -58,15 +53,8 @@ def main() -> None:
         if not history_path.exists():
             sys.exit(f"training_reward: {history_path} not found (run grpo@{game} first)")
         history = json.loads(history_path.read_text())
-        by_prompt = step_prompt_reward_map(history)
-        if by_prompt is None:
-            print(json.dumps({"game": game, "training": None}))
-            continue
         summary = training_summary(
-            step_prompt_rewards(history),
-            args.bootstrap,
-            step_gains=gain_over_baseline(by_prompt, untrained_baselines(GamePaths(game))),
-            revisits=revisit_pairs(by_prompt),
+            **training_curves(GamePaths(game), history), resamples=args.bootstrap
         )
         print(json.dumps({"game": game, "training": summary}))
 

@@ -318,9 +318,6 @@ def tournaments(ctx, part: slice, routes: dict | None = None) -> dict:
 def finish(ctx, results) -> dict:
     import mlflow
 
-    from stackelberg.evaluation.training_curve import gain_over_baseline, revisit_pairs
-    from stackelberg.training.prompt_rewards import step_prompt_reward_map, step_prompt_rewards
-
     p = ctx.section
     reward = results[0]  # the first item's: the held-out reward (and the first tables)
     records = [r for part in results for r in part.get("records", [])]
@@ -329,9 +326,7 @@ def finish(ctx, results) -> dict:
         r.pop("game_record", None)
     write_viewer_pages(ctx, entries)
     trained = json.loads((ctx.path("grpo") / TRAIN_HISTORY).read_text())
-    prompt_rewards = step_prompt_rewards(trained)  # None: trained before they were kept
-    by_prompt = step_prompt_reward_map(trained)
-    gains = gain_over_baseline(by_prompt, untrained_baselines(ctx)) if by_prompt else None
+    curves = training_curves(ctx, trained)
     metrics = game_metrics(
         records,
         reward["before"],
@@ -340,9 +335,7 @@ def finish(ctx, results) -> dict:
         seed=p.seed,
         game=ctx.game,
         refiner_outputs=refiner_outputs(ctx, reward, trained, records),
-        step_rewards=prompt_rewards,
-        step_gains=gains,
-        revisits=revisit_pairs(by_prompt) if by_prompt else None,
+        **curves,
     )
     if reward.get("scored"):
         metrics["held_out"] = held_out_details(
@@ -352,7 +345,14 @@ def finish(ctx, results) -> dict:
     out = ctx.path()
     plots = out / "plots"
     plots.mkdir(parents=True, exist_ok=True)
-    plot_game(metrics, trained["history"], prompt_rewards, reward["before"], reward["after"], plots)
+    plot_game(
+        metrics,
+        trained["history"],
+        curves["step_rewards"],
+        reward["before"],
+        reward["after"],
+        plots,
+    )
     with atomic_writer(out / METRICS) as fh:
         json.dump(metrics, fh, indent=1)
     for png in sorted(plots.glob("*.png")):
@@ -382,6 +382,24 @@ def transfer_details(ctx, scored: dict) -> dict:
         own_view = ctx.params.for_game("label", ctx.game).view
         out["views"] = views_comparison(scored, p.n, own_view, p.bootstrap, p.seed)
     return out
+
+
+def training_curves(ctx, history: dict) -> dict:
+    """The GRPO run's prompt rewards by step, the same less each prompt's untrained baseline,
+    and each revisited prompt's first and last reward, from its train history ``history``:
+    the keyword arguments of ``game_metrics`` and ``training_summary`` (all None for a run
+    trained before prompt rewards were kept)."""
+    from stackelberg.evaluation.training_curve import gain_over_baseline, revisit_pairs
+    from stackelberg.training.prompt_rewards import step_prompt_reward_map, step_prompt_rewards
+
+    by_prompt = step_prompt_reward_map(history)
+    if by_prompt is None:
+        return {"step_rewards": None, "step_gains": None, "revisits": None}
+    return {
+        "step_rewards": step_prompt_rewards(history),
+        "step_gains": gain_over_baseline(by_prompt, untrained_baselines(ctx)),
+        "revisits": revisit_pairs(by_prompt),
+    }
 
 
 def untrained_baselines(ctx) -> dict[str, float]:

@@ -151,13 +151,13 @@ def revisit_pairs(
 
 def revisit_rise(
     pairs: Mapping[str, tuple[float, float]], steps: int, resamples: int = 2000, seed: int = 0
-) -> dict[str, Any] | None:
+) -> dict[str, Any]:
     """A prompt's last visit minus its first, averaged over the revisited prompts ``pairs``
     (``revisit_pairs``) with a paired bootstrap interval; the keys of ``RewardRise.to_dict``
     (``first`` and ``last``: the visits' means; ``n_first`` = ``n_last``: the prompts) but
-    no window. None without a revisited prompt."""
+    no window."""
     if not pairs:
-        return None
+        raise ValueError("revisit_rise: no prompt was visited twice")
     first = [a for a, _ in pairs.values()]
     last = [b for _, b in pairs.values()]
     diff = paired_bootstrap_diff(first, last, resamples, seed)
@@ -191,8 +191,8 @@ def training_summary(
     out = {"reward_rise": _rise_entry(step_rewards, resamples, seed)}
     if step_gains is not None:
         out["reward_gain"] = _rise_entry(step_gains, resamples, seed)
-    if revisits and (entry := revisit_rise(revisits, len(step_rewards), resamples, seed)):
-        out["reward_revisit"] = entry
+    if revisits:
+        out["reward_revisit"] = revisit_rise(revisits, len(step_rewards), resamples, seed)
     return out
 
 
