@@ -32,7 +32,7 @@ QUIET = ["villager", "villager", "villager", "werewolf", "hunter", "seer", "robb
         ("I am the Insomniac. I am still the Insomniac.", "claim", "insomniac"),
         ("I am not a werewolf, Player 2 is lying.", "claim", None),
         ("I am not a werewolf, Player 2 is lying.", "liars", (1,)),
-        ("Honestly I suspect Player 5. I will vote for Player 5.", "suspects", (4, 4)),
+        ("Honestly I suspect Player 5. I will vote for Player 5.", "suspects", (4,)),
         ("Player 3 is not a werewolf.", "not_wolf", (2,)),
         ("Player 3 is not a werewolf.", "sightings", ()),
         ("I would rather not say my role.", "hides", True),

@@ -6,7 +6,7 @@ import importlib
 from typing import Any
 
 from stackelberg.agents.base import Agent, RandomAgent
-from stackelberg.agents.scripted import scripted_agent
+from stackelberg.agents.scripted import OPINION_GAMES, SAMPLED_KIND, sampled_agent, scripted_agent
 from stackelberg.games.base import ConfigError
 
 #: LLM agent kinds -> (module in stackelberg.agents, class); imported when first built
@@ -23,7 +23,7 @@ LLM_AGENTS = {
     "lspo": ("lspo", "LSPOAgent"),
 }
 LLM_AGENT_KINDS = tuple(LLM_AGENTS)
-AGENT_KINDS = ("random", "scripted", *LLM_AGENT_KINDS)
+AGENT_KINDS = ("random", "scripted", SAMPLED_KIND, *LLM_AGENT_KINDS)
 
 
 def llm_agent_class(kind: str) -> type[Agent]:
@@ -36,6 +36,8 @@ def check_kind(kind: str, game: str) -> None:
     (an agent class names the games it plays in ``games``; None: every game)."""
     if kind not in AGENT_KINDS:
         raise ConfigError(f"unknown agent {kind!r}; choose one of: {', '.join(AGENT_KINDS)}")
+    if kind == SAMPLED_KIND and game not in OPINION_GAMES:
+        raise ConfigError(f"agent {kind!r} plays {', '.join(OPINION_GAMES)} only, not {game}")
     games = getattr(llm_agent_class(kind), "games", None) if kind in LLM_AGENTS else None
     if games is not None and game not in games:
         raise ConfigError(f"agent {kind!r} plays {', '.join(games)} only, not {game}")
@@ -47,6 +49,9 @@ def make_agent(kind: str, game: str, llm: Any = None, **options: Any) -> Agent:
         return RandomAgent()
     if kind == "scripted":
         return scripted_agent(game)
+    if kind == SAMPLED_KIND:
+        check_kind(kind, game)
+        return sampled_agent(game)
     if kind in LLM_AGENT_KINDS:
         check_kind(kind, game)
         cls = llm_agent_class(kind)

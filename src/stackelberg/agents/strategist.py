@@ -208,7 +208,7 @@ class StrategistAgent(StepsAgent):
             first = "I vote to reject this team."
         else:
             first = f"{option_label(arg[0])} look trustworthy."
-        opinion = self.view.opinion() or ""
+        opinion = self.view.templated_opinion() or ""
         backed = arg if what in ("propose", "approve") else arg[0] if what == "trust" else ()
         if any(p in backed and sign < 0 for p, sign in parse_claims(opinion)):
             opinion = ""  # it would accuse a player it backs

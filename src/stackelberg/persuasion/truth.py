@@ -19,13 +19,14 @@ game showed it (a werewolf its partners, a Seer its findings, a villager nothing
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from stackelberg.agents.scripted import phrases
+from stackelberg.agents.scripted import phrases, sayings
 from stackelberg.agents.scripted.avalon import parse_claims, parse_proposal, parse_vote_intent
 from stackelberg.agents.scripted.onuw import parse_speech
+from stackelberg.agents.scripted.opinion import Sayings
 from stackelberg.agents.scripted.sotopia import ASKED
 from stackelberg.agents.scripted.werewolf import parse_suspects, parse_trusts, parse_verdicts
 from stackelberg.games import check_game_name
@@ -93,8 +94,10 @@ class Truth:
 class _PlayerTruth(Truth):
     """Games where a response trusts or suspects players of two or more camps."""
 
-    #: side -> the scripted sentences that take it on one player
-    sayings: dict[int, tuple[Callable[[int], str], ...]] = {}
+    @property
+    def sayings(self) -> Sayings:
+        """Side -> the scripted sentences that take it on one player."""
+        return sayings(self.game)
 
     def camps(self, view: InstanceView) -> list[str]:
         return [p.team for p in view.game.players]
@@ -138,10 +141,6 @@ class _PlayerTruth(Truth):
 
 class WerewolfTruth(_PlayerTruth):
     game = "werewolf"
-    sayings = {
-        1: (phrases.trust, lambda p: phrases.werewolf_verdict(p, False)),
-        -1: (phrases.suspect, phrases.vote_for, lambda p: phrases.werewolf_verdict(p, True)),
-    }
 
     def known(self, view):
         camps = {view.speaker: view.game.players[view.speaker].team}
@@ -178,10 +177,6 @@ class WerewolfTruth(_PlayerTruth):
 
 class AvalonTruth(_PlayerTruth):
     game = "avalon"
-    sayings = {
-        1: (lambda p: phrases.trustworthy([p]), phrases.trust),
-        -1: (phrases.suspect,),
-    }
 
     def known(self, view):
         game, me = view.game, view.speaker
@@ -242,16 +237,6 @@ class ONUWTruth(_PlayerTruth):
     """ONUW's camps are those of the cards held at the end of the night."""
 
     game = "onuw"
-
-    sayings = {
-        1: (lambda p: phrases.werewolf_verdict(p, False),),
-        -1: (
-            phrases.suspect,
-            phrases.vote_for,
-            phrases.lying,
-            lambda p: phrases.werewolf_verdict(p, True),
-        ),
-    }
 
     def camps(self, view):
         return [ONUW_TEAM[card] for card in view.record["result"]["final_roles"]]

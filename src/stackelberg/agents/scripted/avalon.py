@@ -36,12 +36,15 @@ from functools import lru_cache
 from typing import Any
 
 from stackelberg.agents.base import Agent
+from stackelberg.agents.scripted.opinion import Listening, sentence_logits, with_claims
 from stackelberg.agents.scripted.phrases import (
     APPROVE_TEAM,
     REJECT_TEAM,
     propose,
     suspect,
+    trust,
     trustworthy,
+    trustworthy_one,
 )
 from stackelberg.games.avalon import (
     EVIL,
@@ -55,6 +58,11 @@ from stackelberg.games.base import SPEAK, Decision
 
 FAIL_RATE = 0.7  # how often good players assume an evil quest member plays Fail
 MERLIN_HIDE = 0.3  # how often Merlin approves a team with a known evil player, to stay hidden
+#: opinion (``opinion_logits``): risk is a probability-like scale, stances are this many times it
+STANCE_SCALE = 3.0
+NO_READ = "I have no strong read yet."
+#: the logit of saying nothing: as the templated players, silent unless the read is strong
+QUIET = 3.5
 
 # ---- parsing of speech ---------------------------------------------------------------------
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n")
@@ -157,7 +165,7 @@ def fails_likelihood(evil_on_team: int, fails: int) -> float:
 
 
 # ---- the agent -----------------------------------------------------------------------------
-class AvalonScripted(Agent):
+class AvalonScripted(Listening, Agent):
     """Fast heuristic Avalon player (see the module docstring)."""
 
     kind = "scripted"
@@ -196,6 +204,9 @@ class AvalonScripted(Agent):
         self._talks: list[float] | None = None
 
     # ---- what I learn -----------------------------------------------------------------------
+    def listen(self) -> None:
+        self.observe()
+
     def observe(self) -> None:
         """Read the events since the last look (a searching player reads the result too)."""
         for ev in self.new_events():
@@ -473,17 +484,23 @@ class AvalonScripted(Agent):
             size = self.sizes[self._quest() - 1]
             self.plan = self.choose_team(size)
             parts.append(propose(self.plan))
-        elif self.leader_plan and len(self.leader_plan) == self.sizes[self._quest() - 1]:
+        if self.speech_mode == "sampled":
+            return with_claims(" ".join(parts), self.said_opinion(), NO_READ)
+        if (
+            not leader
+            and self.leader_plan
+            and len(self.leader_plan) == self.sizes[self._quest() - 1]
+        ):
             if self.approves(self.leader_plan, False):
                 parts.append(APPROVE_TEAM)
             else:
                 parts.append(REJECT_TEAM)
-        opinion = self.opinion()
+        opinion = self.templated_opinion()
         if opinion:
             parts.append(opinion)
-        return " ".join(parts) if parts else "I have no strong read yet."
+        return " ".join(parts) if parts else NO_READ
 
-    def opinion(self) -> str | None:
+    def templated_opinion(self) -> str | None:
         """A sentence on whom it suspects or trusts, or None."""
         rand = self.rng.random
         me = self.player
@@ -522,6 +539,52 @@ class AvalonScripted(Agent):
             return trustworthy(sorted(best))
         return None
 
+    # ---- speaking by opinion (``opinion``) --------------------------------------------------
+    def opinion_logits(self) -> dict[str, float]:
+        """Its stance on each other player, and on the team the leader announced.
+
+        A good player's stance is its risk (centred on its mean over the others); Merlin's
+        is mild, as it hides: known evil players a little accusable, more once seen on a
+        failed quest. An evil player's is how suspect each good player looks to the table,
+        its partners shielded. The team's logit leans to approval by the same rules as its
+        vote: a good player's riskiest member against the bar, evil's own on the team."""
+        others = [p for p in range(self.n) if p != self.player]
+        if self.evil:
+            stance = {
+                p: -1.0 if p in self.known_evil else STANCE_SCALE * (0.5 + self._public(p))
+                for p in others
+            }
+        elif self.my_role == "merlin":
+            stance = {
+                p: STANCE_SCALE
+                * ((0.6 if p in self.on_failed else 0.2) if p in self.known_evil else 0.0)
+                for p in others
+            }
+        else:
+            mean = sum(self.risk(p) for p in others) / len(others)
+            stance = {p: STANCE_SCALE * (self.risk(p) - mean) for p in others}
+        team = self.leader_plan
+        lean = 0.0  # no team announced: no lean either way
+        if team and len(team) == self.sizes[self._quest() - 1] and max(team) < self.n:
+            lean = self._team_lean(team)
+        extra = {NO_READ: QUIET, APPROVE_TEAM: lean, REJECT_TEAM: -lean}
+        return sentence_logits(SAYINGS, stance, extra)
+
+    def _team_lean(self, team: tuple[int, ...]) -> float:
+        """How much it leans to approve ``team`` (negative: to reject)."""
+        if self.evil:
+            return STANCE_SCALE * (1.0 if any(p in self.known_evil for p in team) else -0.5)
+        if self.my_role == "merlin":
+            return STANCE_SCALE * (-1.0 if any(p in self.known_evil for p in team) else 1.0)
+        if self._must_hold_evil(team):
+            return -STANCE_SCALE
+        members = [p for p in team if p != self.player]
+        if not members:
+            return STANCE_SCALE
+        ranked = sorted(self.risk(p) for p in range(self.n) if p != self.player)
+        bar = ranked[len(members) - 1] + 0.05
+        return STANCE_SCALE * (bar - max(self.risk(p) for p in members))
+
     # ---- decisions --------------------------------------------------------------------------
     def act(self, decision: Decision) -> Any:
         self.observe()
@@ -543,6 +606,10 @@ class AvalonScripted(Agent):
             return self._assassinate(options)
         return options[self.rng.randrange(len(options))]
 
+
+#: side -> the sentences a listener of this game says to take that side on one player (+1
+#: vouches, -1 accuses): its opinion's vocabulary and the scripted labeler's responses
+SAYINGS = {1: (trustworthy_one, trust), -1: (suspect,)}
 
 #: the scripted agent of this game (``scripted_agent`` finds it by the module's name)
 AGENT = AvalonScripted

@@ -33,7 +33,8 @@ from collections import Counter
 from functools import lru_cache
 
 from stackelberg.agents.base import Agent
-from stackelberg.agents.scripted.phrases import lying, suspect, vote_for
+from stackelberg.agents.scripted.opinion import Listening, sentence_logits, with_claims
+from stackelberg.agents.scripted.phrases import lying, not_werewolf, suspect, vote_for, werewolf
 from stackelberg.games.base import SPEAK, Decision
 from stackelberg.games.onuw import role_name
 
@@ -58,6 +59,13 @@ HIDE_RE = re.compile(r"\b(?:rather not say|won't say|not telling|keep my role)",
 CIRCLE_BELOW = 0.5
 #: roles that wake with useful information to claim (for fake claims)
 FAKEABLE = ("seer", "robber", "troublemaker", "drunk", "insomniac", "villager", "hunter")
+#: opinion (``opinion_logits``): the werewolf team's floor of blame on every non-werewolf
+WOLF_BLAME = 1.0
+UNSURE = "I am not sure who the werewolf is yet."
+
+
+def _once(items) -> tuple:
+    return tuple(dict.fromkeys(items))
 
 
 @lru_cache(maxsize=4096)
@@ -65,8 +73,9 @@ def parse_speech(text: str) -> dict:
     """What a speech states, as data (player ids 0-based). Cached: listeners share texts."""
     claim = CLAIM_RE.search(text)
     out: dict = {"claim": claim.group(1).lower() if claim else None}
-    out["sightings"] = tuple((int(n) - 1, r.lower()) for n, r in SIGHT_RE.findall(text))
-    out["not_wolf"] = tuple(int(n) - 1 for n in NOT_WOLF_RE.findall(text))
+    # a statement said twice counts once
+    out["sightings"] = _once((int(n) - 1, r.lower()) for n, r in SIGHT_RE.findall(text))
+    out["not_wolf"] = _once(int(n) - 1 for n in NOT_WOLF_RE.findall(text))
     rob = ROB_RE.search(text)
     out["rob"] = (int(rob.group(1)) - 1, rob.group(2).lower()) if rob else None
     tm = TROUBLE_RE.search(text)
@@ -74,8 +83,8 @@ def parse_speech(text: str) -> dict:
     out["drunk"] = bool(DRUNK_RE.search(text))
     now = NOW_RE.search(text)
     out["now"] = now.group(1).lower() if now else None
-    out["suspects"] = tuple(int(n) - 1 for n in SUSPECT_RE.findall(text))
-    out["liars"] = tuple(int(n) - 1 for n in LIAR_RE.findall(text))
+    out["suspects"] = _once(int(n) - 1 for n in SUSPECT_RE.findall(text))
+    out["liars"] = _once(int(n) - 1 for n in LIAR_RE.findall(text))
     out["hides"] = bool(HIDE_RE.search(text))
     return out
 
@@ -84,7 +93,7 @@ def the(role: str) -> str:
     return "a Werewolf" if role == "werewolf" else f"the {role_name(role)}"
 
 
-class ONUWScripted(Agent):
+class ONUWScripted(Listening, Agent):
     kind = "scripted"
 
     def setup(self, game, player, rng) -> None:
@@ -110,6 +119,9 @@ class ONUWScripted(Agent):
         self.fake: str | None = None
 
     # ---- knowledge ------------------------------------------------------------------------
+    def listen(self) -> None:
+        self._read()
+
     def _read(self) -> None:
         for ev in self.new_events():
             t, d = ev.type, ev.data
@@ -218,12 +230,12 @@ class ONUWScripted(Agent):
                     else:
                         pre[q] -= (2.0 if seer_like else 1.0) * w
             for q in sp["not_wolf"]:
-                if 0 <= q < n:
+                if 0 <= q < n and q != s:  # a player's word on its own innocence: nothing
                     post[q] -= 0.5 * w
             if sp["rob"] and 0 <= sp["rob"][0] < n:
                 pre[sp["rob"][0]] += (2.0 if sp["rob"][1] == "werewolf" else -1.5) * w
             for q in sp["suspects"]:
-                if 0 <= q < n:
+                if 0 <= q < n and q != s:
                     post[q] += 0.5 * w
         for q in range(n):
             pre[q] += liar[q]
@@ -388,8 +400,22 @@ class ONUWScripted(Agent):
         elif score > 0.5 or self.evil:
             parts.append(suspect(target))
         else:
-            parts.append("I am not sure who the werewolf is yet.")
+            parts.append(UNSURE)
         return " ".join(parts)
+
+    # ---- speaking by opinion (``opinion``) ----------------------------------------------------
+    def opinion_logits(self) -> dict[str, float]:
+        """Its stance on each other player: a village player's suspicion; the werewolf
+        team's suspicion of non-werewolves lifted by a floor of blame, its partners
+        shielded."""
+        sus = self.suspicion()
+        others = [q for q in range(self.n) if q != self.player]
+        if self.evil:
+            mates = self._exclude()
+            stance = {q: -1.0 if q in mates else WOLF_BLAME + sus[q] for q in others}
+        else:
+            stance = {q: sus[q] for q in others}
+        return sentence_logits(SAYINGS, stance, {UNSURE: 0.0})
 
     # ---- decisions ----------------------------------------------------------------------------
     def act(self, decision: Decision):
@@ -397,6 +423,9 @@ class ONUWScripted(Agent):
         kind, opts = decision.kind, decision.options
         if kind == SPEAK:
             self.spoken += 1
+            if self.speech_mode == "sampled":  # the first speech's role claim, then the opinion
+                claims = self._claim() if self.spoken == 1 else ""
+                return with_claims(claims, self.said_opinion(), UNSURE)
             if self.spoken == 1:
                 return self._claim()
             return self._later(self.spoken >= self.rounds)
@@ -419,6 +448,10 @@ class ONUWScripted(Agent):
 
 __all__ = ["ONUWScripted", "parse_speech"]
 
+
+#: side -> the sentences a listener of this game says to take that side on one player (+1
+#: vouches, -1 accuses): its opinion's vocabulary and the scripted labeler's responses
+SAYINGS = {1: (not_werewolf,), -1: (suspect, vote_for, lying, werewolf)}
 
 #: the scripted agent of this game (``scripted_agent`` finds it by the module's name)
 AGENT = ONUWScripted

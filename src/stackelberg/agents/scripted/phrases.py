@@ -70,3 +70,18 @@ def ask(words: str) -> str:
 
 def insist(words: str) -> str:
     return f"I hear you, but I really need {words}. Could we meet halfway?"
+
+
+# ---- what a listener may answer about one player -------------------------------------------
+
+
+def not_werewolf(pid: int) -> str:
+    return werewolf_verdict(pid, False)
+
+
+def werewolf(pid: int) -> str:
+    return werewolf_verdict(pid, True)
+
+
+def trustworthy_one(pid: int) -> str:
+    return trustworthy([pid])

@@ -25,7 +25,15 @@ import re
 from typing import Any
 
 from stackelberg.agents.base import Agent
-from stackelberg.agents.scripted.phrases import suspect, trust, werewolf_verdict
+from stackelberg.agents.scripted.opinion import Listening, sentence_logits, with_claims
+from stackelberg.agents.scripted.phrases import (
+    not_werewolf,
+    suspect,
+    trust,
+    vote_for,
+    werewolf,
+    werewolf_verdict,
+)
 from stackelberg.games.base import SPEAK, Decision, Event, Game
 
 _SEER_CLAIM = re.compile(r"\bI\s+am\s+the\s+seer\b", re.I)
@@ -44,6 +52,9 @@ BAD_VOTE = 1.0  # voted against a confirmed-good player
 RIVAL_CLAIM = 1.0  # one of several Seer claimers
 LIAR = 5.0  # a claimer caught lying
 FIRST_CLAIM, LATER_CLAIM = 0.6, 0.4  # belief split between rival Seer claimers
+#: a werewolf's stance (opinion): every villager at least this accusable, partners shielded
+WOLF_BLAME, WOLF_SHIELD = 1.0, 1.0
+NO_INFO = "I have no information yet."
 
 
 def _pid(num: str, n: int) -> int | None:
@@ -76,7 +87,7 @@ def parse_trusts(text: str, n: int) -> list[int]:
     return [p for m in _TRUST.finditer(text) if (p := _pid(m.group(1), n)) is not None]
 
 
-class WerewolfScripted(Agent):
+class WerewolfScripted(Listening, Agent):
     kind = "scripted"
 
     def setup(self, game: Game, player: int, rng: Any) -> None:
@@ -136,18 +147,28 @@ class WerewolfScripted(Agent):
             elif t == "speech" and e.player != self.player:
                 self._hear(e.player, d["text"])
 
+    def listen(self) -> None:
+        self._observe(self.new_events())
+
     def _hear(self, speaker: int, text: str) -> None:
-        verdicts = parse_verdicts(text, self.n)
+        """A speech's verdicts, accusations and trust: one word per player named (said twice,
+        or in two phrasings, it counts once), and none about the speaker itself: a player's
+        word on its own innocence is worth nothing."""
+        verdicts = [v for v in dict.fromkeys(parse_verdicts(text, self.n)) if v[0] != speaker]
+        suspects = [t for t in dict.fromkeys(parse_suspects(text, self.n)) if t != speaker]
+        trusts = [t for t in dict.fromkeys(parse_trusts(text, self.n)) if t != speaker]
+        said: dict[int, float] = {}  # one word per player a speech names, its first
         if parse_claims_seer(text):
             self.claims.setdefault(speaker, {}).update(verdicts)
         else:
             for t, wolf in verdicts:
-                self.accusations.append((speaker, t, ACCUSE if wolf else -DENY))
-        for t in parse_suspects(text, self.n):
-            self.accusations.append((speaker, t, ACCUSE))
-        for t in parse_trusts(text, self.n):
-            self.accusations.append((speaker, t, -DENY))
-        self.today += [t for t, wolf in verdicts if wolf] + parse_suspects(text, self.n)
+                said.setdefault(t, ACCUSE if wolf else -DENY)
+        for t in suspects:
+            said.setdefault(t, ACCUSE)
+        for t in trusts:
+            said.setdefault(t, -DENY)
+        self.accusations += [(speaker, t, w) for t, w in said.items()]
+        self.today += [t for t, wolf in verdicts if wolf] + suspects
 
     # ---- village reasoning -----------------------------------------------------------------
     def _credible_claimers(self) -> list[int]:
@@ -221,11 +242,8 @@ class WerewolfScripted(Agent):
         accused = [self.today.count(p) for p in range(self.n)]
         return max(cands, key=lambda p: (threat[p] >= 10.0, accused[p], threat[p], -p))
 
-    def _wolf_speech(self) -> str:
-        living = [p for p in range(self.n) if self.alive[p] and p not in self.wolves]
-        if not living:
-            return "I have nothing to add."
-        threat = self._threat()
+    def _wolf_claim(self, living: list[int], threat: list[float]) -> str | None:
+        """A fake Seer claim, if this werewolf makes (or keeps up) one."""
         mate_claimed = any(c in self.wolves and c != self.player for c in self.claims)
         real = [c for c in self.claims if c not in self.wolves and self.alive[c]]
         exposed = any(
@@ -243,9 +261,19 @@ class WerewolfScripted(Agent):
             self.fake_verdicts[target] = True
             said = " ".join(werewolf_verdict(p, w) for p, w in self.fake_verdicts.items())
             return f"I am the Seer. {said}"
+        return None
+
+    def _wolf_speech(self) -> str:
+        living = [p for p in range(self.n) if self.alive[p] and p not in self.wolves]
+        if not living:
+            return "I have nothing to add."
+        threat = self._threat()
+        claim = self._wolf_claim(living, threat)
+        if claim is not None:
+            return claim
         target = self._top(living, threat)
         if self.rng.random() < 0.2 and max(threat[p] for p in living) == 0:
-            return "I have no information yet."
+            return NO_INFO
         return suspect(target)
 
     # ---- acting ----------------------------------------------------------------------------
@@ -254,6 +282,8 @@ class WerewolfScripted(Agent):
         kind, opts = decision.kind, decision.options
         wolf = self.my_role == "werewolf"
         if kind == SPEAK:
+            if self.speech_mode == "sampled":
+                return self._sampled_speech()
             return self._wolf_speech() if wolf else self._village_speech()
         if kind == "vote":
             if wolf:
@@ -281,10 +311,13 @@ class WerewolfScripted(Agent):
             return best if score[best] >= SEER_WORD else None
         return opts[self.rng.randrange(len(opts))]
 
+    def _seer_reveal(self) -> str:
+        said = " ".join(werewolf_verdict(p, w) for p, w in self.inspected.items())
+        return f"I am the Seer. {said}".strip()
+
     def _village_speech(self) -> str:
         if self.my_role == "seer":
-            said = " ".join(werewolf_verdict(p, w) for p, w in self.inspected.items())
-            return f"I am the Seer. {said}".strip()
+            return self._seer_reveal()
         living = [p for p in range(self.n) if self.alive[p] and p != self.player]
         score = self.suspicion()
         parts = []
@@ -294,7 +327,38 @@ class WerewolfScripted(Agent):
         top = self._top(living, score)
         if score[top] >= ACCUSE:
             parts.append(suspect(top))
-        return " ".join(parts) or "I have no information yet."
+        return " ".join(parts) or NO_INFO
+
+    # ---- speaking by opinion (``opinion``) -------------------------------------------------
+    def opinion_logits(self) -> dict[str, float]:
+        """Its stance on each living other player: a village player's suspicion; a
+        werewolf's wish to see villagers accused (the threat they pose and today's
+        accusations), its partners shielded."""
+        living = [p for p in range(self.n) if self.alive[p] and p != self.player]
+        if self.my_role == "werewolf":
+            threat = self._threat()
+            stance = {
+                p: -WOLF_SHIELD
+                if p in self.wolves
+                else WOLF_BLAME + threat[p] + ACCUSE * self.today.count(p)
+                for p in living
+            }
+        else:
+            score = self.suspicion()
+            stance = {p: score[p] for p in living}
+        return sentence_logits(SAYINGS, stance, {NO_INFO: 0.0})
+
+    def _sampled_speech(self) -> str:
+        """The role's claims (a Seer's findings, a werewolf's fake claim), then one sentence
+        drawn from its opinion."""
+        claims = ""
+        if self.my_role == "seer":
+            claims = self._seer_reveal()
+        elif self.my_role == "werewolf":
+            living = [p for p in range(self.n) if self.alive[p] and p not in self.wolves]
+            if living:
+                claims = self._wolf_claim(living, self._threat()) or ""
+        return with_claims(claims, self.said_opinion(), NO_INFO)
 
 
 __all__ = [
@@ -305,6 +369,10 @@ __all__ = [
     "parse_verdicts",
 ]
 
+
+#: side -> the sentences a listener of this game says to take that side on one player (+1
+#: vouches, -1 accuses): its opinion's vocabulary and the scripted labeler's responses
+SAYINGS = {1: (trust, not_werewolf), -1: (suspect, vote_for, werewolf)}
 
 #: the scripted agent of this game (``scripted_agent`` finds it by the module's name)
 AGENT = WerewolfScripted

@@ -1,0 +1,209 @@
+"""The exact follower: a Measurer whose response distribution is known, not modelled.
+
+In Werewolf, Avalon and ONUW the scripted player in the follower's seat, having heard the
+game and a candidate speech, says one sentence drawn from its opinion
+(``agents.scripted.opinion``). Its log-probability of each of the scripted labeler's
+responses is therefore exact, and so is the Measurer reward built from them (the same
+formula, each response one "token"). Against ``scripted_sampled`` followers this Measurer
+is the follower itself; against any model of a follower it is the ground truth to hold
+that model against (``measurer_validity``).
+
+From it follows the Stackelberg optimum of an instance (``optimum``): every speech the
+scripted grammar allows the speaker (each sentence, each pair of sentences, over the
+other living players and the claims the game permits) scored under the exact follower.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Literal, NamedTuple
+
+from pydantic import Field
+
+from stackelberg.agents.scripted import OPINION_GAMES, listener_after, sayings
+from stackelberg.agents.scripted.onuw import the
+from stackelberg.agents.scripted.opinion import OPINION_TEMPERATURE
+from stackelberg.agents.scripted.phrases import (
+    APPROVE_TEAM,
+    REJECT_TEAM,
+    propose,
+    werewolf_verdict,
+)
+from stackelberg.games.avalon import TEAM_SIZES
+from stackelberg.games.base import ALL, Event
+from stackelberg.persuasion.context import InstanceView
+from stackelberg.persuasion.reward import RewardConfig, RewardParts, measurer_reward
+from stackelberg.persuasion.truth import truth_of
+from stackelberg.settings import Settings
+
+#: ``models.measurer: {exact: follower}``
+EXACT_FOLLOWER = "follower"
+
+
+class ExactFollowerConfig(Settings):
+    """``models.measurer`` as the exact follower (Werewolf, Avalon, ONUW; the scripted
+    labeler's responses)."""
+
+    exact: Literal["follower"] = Field(
+        description="the scripted follower's own response distribution as the Measurer"
+    )
+    temperature: float = Field(
+        OPINION_TEMPERATURE,
+        gt=0,
+        description="the softmax temperature of the follower's next sentence (the "
+        "scripted_sampled players speak at the default)",
+    )
+
+    def describe(self) -> str:
+        return f"the exact scripted follower (temperature {self.temperature})"
+
+
+class NotASentence(ValueError):
+    """A response the exact follower never says (not one of the scripted sentences)."""
+
+
+def candidate_event(view: InstanceView, candidate: str) -> Event:
+    """The speech event of ``candidate`` said in place of the base utterance."""
+    events = view.game.events
+    if view.event_index < len(events) and events[view.event_index].type == "speech":
+        base = events[view.event_index]
+        return Event("speech", base.phase, base.round, view.speaker, ALL, {"text": candidate})
+    # a game in play: the speech is not in the log yet
+    return Event("speech", view.game.phase, view.game.round, view.speaker, ALL, {"text": candidate})
+
+
+class ExactFollower:
+    """The Measurer that is the follower (module docstring)."""
+
+    can_score = True
+
+    def __init__(self, temperature: float = OPINION_TEMPERATURE) -> None:
+        self.temperature = temperature
+
+    def logprobs(
+        self, view: InstanceView, candidates: Sequence[str], responses: Sequence[str]
+    ) -> list[list[float]]:
+        """Each candidate's natural-log probability of each response as the follower's
+        next sentence."""
+        if view.game.name not in OPINION_GAMES:
+            raise ValueError(f"the exact follower plays {', '.join(OPINION_GAMES)} only")
+        before = view.game.events[: view.event_index]
+        out = []
+        for candidate in candidates:
+            heard = [*before, candidate_event(view, candidate)]
+            listener = listener_after(view.game, view.follower, heard, self.temperature)
+            lps = listener.opinion_logprobs()
+            missing = [r for r in responses if r not in lps]
+            if missing:
+                raise NotASentence(
+                    f"{missing[0]!r} is not a sentence the exact follower says: it scores "
+                    "the scripted labeler's responses (label.scheme: scripted)"
+                )
+            out.append([lps[r] for r in responses])
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+def exact_parts(
+    follower: ExactFollower,
+    view: InstanceView,
+    speeches: Sequence[str],
+    desired: Sequence[str],
+    undesired: Sequence[str],
+    settings: RewardConfig,
+) -> list[RewardParts]:
+    """The reward parts of each speech under the exact follower (each response one token)."""
+    lps = follower.logprobs(view, speeches, [*desired, *undesired])
+    k = len(desired)
+    return [
+        measurer_reward(s, [[x] for x in row[:k]], [[x] for x in row[k:]], settings)
+        for s, row in zip(speeches, lps, strict=True)
+    ]
+
+
+def terms(parts: RewardParts) -> float:
+    """A reward's terms alone: before the length and format penalties."""
+    return parts.clamped
+
+
+# ---- the speaker's grammar and the optimum ---------------------------------------------------
+
+
+def _is_leader_speech(view: InstanceView) -> bool:
+    """Avalon: whether the speech opens the discussion of a team (its leader proposes)."""
+    events = view.game.events
+    i = min(view.event_index, len(events))
+    return i == 0 or not (events[i - 1].type == "speech" and events[i - 1].phase == "discussion")
+
+
+def speaker_sentences(view: InstanceView) -> list[str]:
+    """Every sentence the scripted grammar lets the speaker say: each saying about each other
+    living player, and the claims the game permits (a Seer's finding; Avalon's leader:
+    every team of the quest's size; Avalon's others: approve or reject)."""
+    game = view.game
+    truth = truth_of(view)
+    living = sorted(truth.alive(view) - {view.speaker})
+    out = [say(p) for side in (1, -1) for say in sayings(game.name)[side] for p in living]
+    if game.name == "werewolf":
+        out += [f"I am the Seer. {werewolf_verdict(p, w)}" for p in living for w in (True, False)]
+    elif game.name == "onuw":
+        out += [
+            f"I am the Seer. I saw Player {p + 1} is {the(card)}."
+            for p in living
+            for card in ("werewolf", "villager")
+        ]
+    elif game.name == "avalon":
+        if _is_leader_speech(view):
+            quest = 1 + sum(e.type == "quest" for e in game.events[: view.event_index])
+            size = TEAM_SIZES[len(game.players)][min(quest, 5) - 1]
+            out += [propose(t) for t in itertools.combinations(range(len(game.players)), size)]
+        else:
+            out += [APPROVE_TEAM, REJECT_TEAM]
+    return list(dict.fromkeys(out))
+
+
+def grammar_speeches(view: InstanceView, pairs: bool = True) -> list[str]:
+    """Each sentence of ``speaker_sentences``, and (``pairs``) each pair of two of them."""
+    singles = speaker_sentences(view)
+    if not pairs:
+        return singles
+    return singles + [f"{a} {b}" for a, b in itertools.combinations(singles, 2)]
+
+
+class Optimum(NamedTuple):
+    """An instance's best speech under the exact follower, and the base speech's reward
+    (terms only)."""
+
+    speech: str
+    reward: float
+    base_reward: float
+    speeches: int
+
+    @property
+    def headroom(self) -> float:
+        return self.reward - self.base_reward
+
+
+def optimum(
+    follower: ExactFollower,
+    view: InstanceView,
+    desired: Sequence[str],
+    undesired: Sequence[str],
+    settings: RewardConfig,
+    pairs: bool = True,
+) -> Optimum:
+    """The Stackelberg optimum of one instance: the grammar's best speech (ties: the first
+    in the grammar's order, a single sentence before any pair)."""
+    speeches = grammar_speeches(view, pairs)
+    rewards = [
+        terms(p)
+        for p in exact_parts(
+            follower, view, [view.base_utterance, *speeches], desired, undesired, settings
+        )
+    ]
+    base, rest = rewards[0], rewards[1:]
+    best = max(range(len(rest)), key=lambda i: (rest[i], -i))
+    return Optimum(speeches[best], rest[best], base, len(speeches))
