@@ -55,8 +55,6 @@ def main() -> int:
         if refined:
             refiner = params.refiner_model(AS_GAME, args.refiner)
             routes["refiner"] = make_llm(refiner.model_copy(update={"model": args.model}))
-        sampling = params.refiner_sampling(AS_GAME)
-        grpo = params.for_game("grpo", AS_GAME)
         evaluate = params.for_game("evaluate", AS_GAME)
 
         def build(condition: str):
@@ -65,13 +63,7 @@ def main() -> int:
                 AS_GAME,
                 routes,
                 evaluate.agent_options(),
-                # as the evaluate stage plays the Refiner: its prompt, budget and sampling
-                {
-                    "max_prompt_tokens": sampling.max_prompt_tokens,
-                    "style": sampling.style,
-                    "temperature": grpo.temperature,
-                    "top_p": grpo.top_p,
-                },
+                params.refiner_options(AS_GAME),  # as the evaluate stage plays the Refiner
             )
 
         for condition in conditions:

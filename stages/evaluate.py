@@ -278,8 +278,6 @@ def tournaments(ctx, part: slice, routes: dict | None = None) -> dict:
     p = ctx.section
     routes = dict(tournament_routes(ctx) if routes is None else routes)
     judge = routes.pop(JUDGE, None)
-    trained = ctx.params.for_game("grpo", ctx.game)
-    refiner = ctx.params.refiner_sampling(ctx.game)
     records = play_matrix(
         ctx.game,
         p.conditions,
@@ -289,19 +287,10 @@ def tournaments(ctx, part: slice, routes: dict | None = None) -> dict:
         llm_routes=routes,
         route_of_seed=seat_models(ctx).get,
         agent_options=p.agent_options(),
-        # The Refiner plays as it was trained: its prompt (and its budget, sample's, not the
-        # players'), completion limit, stop, sampling.
-        refiner_options={
-            "max_prompt_tokens": refiner.max_prompt_tokens,
-            "style": refiner.style,
-            "temperature": trained.temperature,
-            "top_p": trained.top_p,
-        },
-        # A best-of speaker labels and scores as the label and score stages do.
-        best_of_options={
-            "label": ctx.params.for_game("label", ctx.game),
-            "score": ctx.params.for_game("score", ctx.game),
-        },
+        # The Refiner plays as it was trained; a best-of speaker labels and scores as the
+        # label and score stages do.
+        refiner_options=ctx.params.refiner_options(ctx.game),
+        best_of_options=ctx.params.best_of_options(ctx.game),
         options=p.options,
         batch_games=p.batch_games,
         keep_games=True,  # a few become viewer pages; a scored game's LLM evaluator reads them

@@ -1,16 +1,21 @@
-"""`stackelberg play`: output, summary, transcript, and one-line errors for bad input."""
+"""`stackelberg play`: output, summary, transcript, seats wrapped in the Refiner, and one-line
+errors for bad input."""
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from tables import squeeze
 
 from stackelberg.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def table_rows(printed: str, header: str) -> dict[str, list[str]]:
@@ -88,6 +93,28 @@ def test_set_option_and_mixed_agents(tmp_path):
         (["play", "werewolf", "--agents", "lspo", "--lspo", "nowhere"], "no lspo policy in"),
         (["play", "werewolf", "--games", "0"], "--games"),
         (
+            ["play", "werewolf", "--agents", "refiner+scripted"],
+            "refiner+scripted seats need --refiner",
+        ),
+        (
+            ["play", "werewolf", "--agents", "best2+genius", "--refiner", "base"],
+            "unknown agent 'genius'",
+        ),
+        (["play", "werewolf", "--agents", "best0+scripted"], "bad condition 'best0+scripted'"),
+        (
+            ["play", "werewolf", "--agents", "refiner+scripted", "--refiner", "nowhere"],
+            "--refiner nowhere: no such folder",
+        ),
+        (
+            ["play", "werewolf", "--agents", "refiner+scripted", "--refiner", str(ROOT / "src")],
+            "not a LoRA adapter folder",
+        ),
+        (
+            ["play", "werewolf", "--agents", "best2+scripted", "--refiner", "base"]
+            + ["--params", "nowhere.yaml"],
+            "nowhere.yaml: no such params file",
+        ),
+        (
             ["play", "onuw", "--agents", "direct", "--backend", "anthropic", "--model", "c"]
             + ["--choice", "score"],
             "choice: score needs log-probabilities",
@@ -106,6 +133,67 @@ def test_bad_input_is_one_line_and_leaves_no_file(argv, words, tmp_path, capsys,
     err = capsys.readouterr().err.strip()
     assert words in err and len(err.splitlines()) == 1 and "Traceback" not in err
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture
+def pretend_models(monkeypatch):
+    """Every model ``play`` loads is the pretend chat model on the loopback server (it
+    writes speeches and scores, as vLLM does); yields the configs it was asked to load."""
+    from llm.fake_server import MODEL, FakeServer
+    from llm.game_policy import play_answer
+
+    from stackelberg import llm
+
+    make_llm, asked, loaded = llm.make_llm, [], []
+
+    def pretend(config, **overrides):
+        asked.append(config.model_copy(update=overrides))
+        url = f"{server.url}/v1"
+        loaded.append(make_llm({"backend": "openai", "model": MODEL, "base_url": url}))
+        return loaded[-1]
+
+    with FakeServer() as server:
+        server.answer, server.models = play_answer, {MODEL}
+        monkeypatch.setattr(llm, "make_llm", pretend)
+        yield asked
+        for backend in loaded:
+            backend.close()
+
+
+@pytest.mark.parametrize("adapter", [False, True])
+def test_play_wraps_seats_in_the_refiner_and_the_viewer_shows_them(
+    adapter, pretend_models, tmp_path
+):
+    from stackelberg.params import load_params
+
+    folder = tmp_path / "refiner"
+    folder.mkdir()
+    (folder / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA"}))
+    out = tmp_path / "games.jsonl"
+    agents = ",".join(["refiner+scripted", "best2+scripted"] + ["scripted"] * 5)
+    refiner = str(folder) if adapter else "base"
+    argv = ["play", "werewolf", "--agents", agents, "--refiner", refiner, "--out", str(out)]
+    assert main([*argv, "--params", str(ROOT / "params.yaml"), "--no-cache"]) == 0
+    # the Refiner as the evaluate stage plays it (adapter or not), once for both seats;
+    # the best-of speaker's Measurer from params
+    params = load_params(ROOT / "params.yaml")
+    assert pretend_models == [
+        params.refiner_model("werewolf", folder if adapter else None).model_copy(
+            update={"cache": "off"}
+        ),
+        params.models.measurer.model_copy(update={"cache": "off"}),
+    ]
+    record = json.loads(out.read_text())
+    assert [p["agent"] for p in record["players"]] == agents.split(",")
+    speeches = [e for e in record["events"] if e["type"] == "speech"]
+    for seat in (0, 1):  # X's speech kept beside the Refiner's
+        said = [e["data"] for e in speeches if e["player"] == seat]
+        assert said and all(d["text"] != d["base_utterance"] for d in said)
+    assert all("base_utterance" not in e["data"] for e in speeches if e["player"] > 1)
+    view = tmp_path / "view"
+    assert main(["view", str(out), "--out", str(view)]) == 0
+    page = (view / "werewolf-0.html").read_text()
+    assert all(html.escape(e["data"]["text"]) in page for e in speeches if e["player"] < 2)
 
 
 def test_unknown_game_exits_nonzero_without_traceback():

@@ -26,7 +26,7 @@ from stackelberg.agents.prompting import (
     identity,
     rules_text,
 )
-from stackelberg.agents.runner import Routed
+from stackelberg.agents.runner import Routed, derived_rng
 from stackelberg.games.base import Decision, Game, player_name
 from stackelberg.llm import GenerateRequest, Message
 from stackelberg.settings import Settings
@@ -266,7 +266,10 @@ class RefinerAgent(Agent):
 
     def setup(self, game, player, rng) -> None:
         super().setup(game, player, rng)
-        self.inner.setup(game, player, rng)
+        self.inner.setup(game, player, rng)  # X gets the seat's stream, as it does unwrapped
+        # the Refiner's draws (its request seeds; bestN+X's labels) come from a stream of its
+        # own, derived without drawing from X's: X plays as it plays unwrapped on the seed
+        self.rng = derived_rng(rng, REFINER_ROUTE)
         self.lines: list[str] = []
         self.base_utterance = ""
 

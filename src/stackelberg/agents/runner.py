@@ -10,6 +10,7 @@ are answered together once no other table waits on a one-pass request.
 
 from __future__ import annotations
 
+import hashlib
 import random
 import types
 from collections.abc import Callable, Mapping, Sequence
@@ -25,6 +26,15 @@ from stackelberg.llm.base import GenerateRequest
 def agent_rng(seed: int, player: int) -> random.Random:
     """Each seat's own stream: the same seed gives the same play, whatever the other seats do."""
     return random.Random(f"{seed}:{player}")
+
+
+def derived_rng(rng: random.Random, label: str) -> random.Random:
+    """A stream of its own for what wraps an agent (``refiner+X``, ``bestN+X``), drawn from
+    ``rng``'s state and ``label`` without drawing from ``rng``: the wrapped agent X makes
+    the very draws it makes unwrapped, so X and its wrapped kind stay paired on a seed.
+    A digest (sha256), not ``hash()``, which Python salts per process for strings."""
+    digest = hashlib.sha256(repr((label, rng.getstate())).encode()).digest()
+    return random.Random(int.from_bytes(digest[:16], "big"))
 
 
 @dataclass

@@ -14,6 +14,7 @@ from stackelberg.agents.choice import CHOICE_MODES
 from stackelberg.agents.human import HumanQuit
 from stackelberg.agents.llm_agents import MAX_SPEECH_ATTEMPTS
 from stackelberg.cli.commands import (
+    BASE_REFINER,
     UsageError,
     cmd_params,
     cmd_play,
@@ -37,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--agents",
         default="scripted",
         help="agent kind for every seat, or one per seat separated by commas: "
-        + ", ".join(AGENT_KINDS),
+        + ", ".join(AGENT_KINDS)
+        + "; or X wrapped (with --refiner): refiner+X, X's speeches rewritten by the Refiner, "
+        "or bestN+X, the Measurer's best of N Refiner samples (e.g. best4+scripted)",
     )
     play.add_argument("--games", type=int, default=1, help="number of games (seeds S..S+N-1)")
     play.add_argument("--seed", type=int, default=0, help="seed of the first game")
@@ -87,6 +90,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FOLDER",
         help="lspo seats: the solved latent-strategy policy (models/lspo/werewolf); without "
         "it they draw a speech act uniformly",
+    )
+    play.add_argument(
+        "--refiner",
+        metavar="FOLDER",
+        help="refiner+X and bestN+X seats: the Refiner, a trained adapter folder "
+        f"(models/refiner/GAME), or {BASE_REFINER}: the untrained base model (bestN+X as the "
+        "evaluate stage plays it)",
+    )
+    play.add_argument(
+        "--params",
+        default="params.yaml",
+        help="with --refiner: the params the Refiner was trained with, its base model, prompt "
+        "and sampling; bestN+X: the Measurer, labeling and scoring (default: params.yaml)",
     )
     play.add_argument(
         "--batch-games",

@@ -6,8 +6,8 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 from stackelberg.agents import LLM_AGENT_KINDS, check_kind, seat_agents
 from stackelberg.agents.human import HumanAgent
@@ -15,6 +15,9 @@ from stackelberg.agents.runner import Table, play_tables
 from stackelberg.cli.play_output import result_lines, summarize, transcript
 from stackelberg.games import Game, make_game
 from stackelberg.io import atomic_writer
+
+#: ``--refiner``'s value that means the untrained Refiner: params' base model, no adapter
+BASE_REFINER = "base"
 
 
 class UsageError(Exception):
@@ -37,30 +40,34 @@ def cmd_play(args: argparse.Namespace) -> int:
     options = parse_sets(args.set)
     probe = make_game(args.game, options)
     probe.reset(args.seed)
-    kinds = seat_agents(args.agents, probe.n_players)
+    from stackelberg.evaluation.tournament import DEFAULT_ROUTE, build_agent, parse_condition
+
+    kinds = seat_conditions(args.agents, probe.n_players)
     if args.human is not None:
         if not 1 <= args.human <= probe.n_players:
             raise UsageError(
                 f"--human must be a seat from 1 to {probe.n_players}, got {args.human}"
             )
         kinds[args.human - 1] = HumanAgent.kind
-    for kind in set(kinds) - {HumanAgent.kind}:
+    distinct = [k for k in dict.fromkeys(kinds) if k != HumanAgent.kind]
+    inner = [parse_condition(k).kind for k in distinct]  # X of refiner+X and bestN+X
+    for kind in set(inner):
         check_kind(kind, args.game)  # before a backend loads
-    from stackelberg.evaluation.tournament import DEFAULT_ROUTE, build_agent
-
-    routes = trained_routes(kinds, args)  # loaded before a backend: a bad folder fails fast
+    wrapping = refiner_setup(distinct, args)  # --refiner and --params checked before any load
+    routes = trained_routes(inner, args)  # loaded before a backend: a bad folder fails fast
     judged = options.get("evaluator") == "llm"  # a scored game's LLM evaluator
-    llm = _backend(args) if judged or any(k in LLM_AGENT_KINDS for k in kinds) else None
+    llm = _backend(args) if judged or any(k in LLM_AGENT_KINDS for k in inner) else None
     if llm is not None:
         routes[DEFAULT_ROUTE] = llm
+    routes |= wrapping.routes()
     agent_options = {"choice": args.choice, "max_speech_attempts": args.max_speech_attempts}
 
     def seat(kind: str) -> Any:
         if kind == HumanAgent.kind:
             return HumanAgent()
-        return build_agent(kind, args.game, routes, agent_options)
+        return build_agent(kind, args.game, routes, agent_options, **wrapping.options)
 
-    for kind in set(kinds) - {HumanAgent.kind}:
+    for kind in distinct:
         seat(kind)  # validate names and pairings before playing anything
     batch = 1 if args.human is not None else args.batch_games or (8 if llm is not None else 1)
 
@@ -87,7 +94,7 @@ def cmd_play(args: argparse.Namespace) -> int:
                 )
                 for i in range(start, min(start + batch, args.games))
             ]
-            played = play_tables(tables, llm, on_finish=finished)
+            played = play_tables(tables, routes or None, on_finish=finished)
             if judged:
                 from stackelberg.evaluation.judge import judge_records
 
@@ -107,6 +114,82 @@ def cmd_play(args: argparse.Namespace) -> int:
     if args.out:
         print(f"wrote {len(records)} game records to {args.out}")
     return 0
+
+
+def seat_conditions(spec: str, n_players: int) -> list[str]:
+    """One kind per seat from ``--agents`` as ``seat_agents`` reads it, where a kind may
+    also be wrapped: ``refiner+X``, ``bestN+X`` (``tournament.parse_condition``), X checked
+    as a kind."""
+    from stackelberg.evaluation.tournament import parse_condition
+
+    given = [k.strip() for k in spec.split(",") if k.strip()]
+    seat_agents(",".join(parse_condition(k).kind for k in given), n_players)
+    return given * n_players if len(given) == 1 else given
+
+
+class RefinerSetup(NamedTuple):
+    """What the wrapped seats play with: ``routes()`` loads the Refiner (and a best-of
+    speaker's Measurer) by route; ``options``, ``build_agent``'s Refiner and best-of
+    options."""
+
+    routes: Callable[[], dict[str, Any]]
+    options: dict[str, Any]
+
+
+def refiner_setup(played: Sequence[str], args: argparse.Namespace) -> RefinerSetup:
+    """The Refiner of the ``refiner+X`` and ``bestN+X`` seats among the kinds ``played``:
+    ``--refiner`` (a trained adapter folder, or ``base``, the untrained Refiner), loaded and
+    asked as the evaluate stage plays it under ``--params`` (``routes.tournament_routes``,
+    ``Params.refiner_model``, ``Params.refiner_options``); a best-of speaker samples it and
+    scores with params' Measurer. Refused in one line before any model loads: a wrapped
+    seat without ``--refiner``, a folder that holds no adapter, a params file that does
+    not load. Nothing without a wrapped seat."""
+    from stackelberg.evaluation.tournament import parse_condition
+
+    wrapped = [k for k in played if parse_condition(k).wrapped]
+    if not wrapped:
+        return RefinerSetup(dict, {})
+    from stackelberg.evaluation.routes import tournament_routes
+    from stackelberg.serving.server import ServeError, check_adapter, read_params
+
+    if args.refiner is None:
+        raise UsageError(
+            f"{wrapped[0]} seats need --refiner: a trained Refiner's folder "
+            f"(models/refiner/{args.game}) or {BASE_REFINER} (the untrained Refiner)"
+        )
+    try:
+        adapter = None if args.refiner == BASE_REFINER else check_adapter(args.refiner)
+        params = read_params(args.params)
+    except ServeError as err:
+        raise UsageError(str(err)) from None
+    refiner = params.refiner_model(args.game, adapter)
+    loaded: dict[str, Any] = {}
+
+    def load(config: Any) -> Any:  # one backend per model config (Refiner and best-of alike)
+        from stackelberg.llm import make_llm
+
+        key = config.model_dump_json()
+        if key not in loaded:
+            loaded[key] = make_llm(config, **({"cache": "off"} if args.no_cache else {}))
+        return loaded[key]
+
+    def routes() -> dict[str, Any]:
+        return tournament_routes(
+            wrapped,
+            load,
+            (),
+            refiner,
+            lambda _: None,  # X's trained models: ``trained_routes``
+            untrained_refiner=refiner,
+            measurer=params.models.measurer,
+            named_refiner=lambda _: refiner,
+        )
+
+    options = {
+        "refiner_options": params.refiner_options(args.game),
+        "best_of_options": params.best_of_options(args.game),
+    }
+    return RefinerSetup(routes, options)
 
 
 def trained_routes(kinds: Sequence[str], args: argparse.Namespace) -> dict[str, Any]:

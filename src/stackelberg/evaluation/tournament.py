@@ -7,8 +7,10 @@ route; ``refiner-NAME+X``: a Refiner trained beside the game's own, on ``refiner
 or ``bestN+X``, which says the Measurer's best of N untrained Refiner rewrites of X's
 speech (``persuasion.best_of``: the ``refiner_base`` and ``measurer`` routes). Conditions
 are compared on the same seeds: the engine deals roles from the seed and
-every seat's agent has its own seeded stream (``runner.agent_rng``), so X and ``refiner+X``
-meet exactly the same deals, and differ only in what the tested seats do.
+every seat's agent has its own seeded stream (``runner.agent_rng``), which a wrapped X draws
+from as it does unwrapped (the Refiner has a stream of its own, ``runner.derived_rng``), so
+X and ``refiner+X`` meet exactly the same deals, and differ only by what the Refiner says
+and what follows from it.
 
 Roles are dealt inside ``reset``, so the seats of a camp are found by resetting a probe game
 with the seed before the table is built (``camp_seats``). ONUW: a camp is the team of the

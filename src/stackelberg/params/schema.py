@@ -273,6 +273,25 @@ class Params(Settings):
         limit = self.for_game("grpo", game).max_completion_length
         return trained_sampling(self.for_game("sample", game), limit)
 
+    def refiner_options(self, game: str) -> dict[str, Any]:
+        """How ``refiner+X`` and ``bestN+X`` seats ask the Refiner (``build_agent``'s
+        ``refiner_options``): as it was trained, its prompt (and its budget, sample's, not
+        the players'), completion limit, stop and sampling; the evaluate stage's tournaments
+        and ``stackelberg play`` alike."""
+        refiner = self.refiner_sampling(game)
+        trained = self.for_game("grpo", game)
+        return {
+            "max_prompt_tokens": refiner.max_prompt_tokens,
+            "style": refiner.style,
+            "temperature": trained.temperature,
+            "top_p": trained.top_p,
+        }
+
+    def best_of_options(self, game: str) -> dict[str, Any]:
+        """How a ``bestN+X`` speaker labels and scores (``build_agent``'s
+        ``best_of_options``): as the label and score stages do."""
+        return {"label": self.for_game("label", game), "score": self.for_game("score", game)}
+
     def refiner_model(self, game: str | None, adapter: str | Path | None = None) -> LLMConfig:
         """The Refiner as tournaments play it (``evaluate.refiner_dtype``, the ``game``'s; None:
         the shared section's), untrained or with a trained ``adapter`` beside its weights: the
