@@ -125,7 +125,10 @@ def main(argv: list[str] | None = None) -> int:
             rhos, same, gained, reach = [], [], [], []
             for (view, desired, undesired), best in zip(rows, single, strict=True):
                 speeches = speaker_sentences(view)
-                truth = [terms(p) for p in exact_parts(exact, view, speeches, desired, undesired, settings)]
+                truth = [
+                    terms(p)
+                    for p in exact_parts(exact, view, speeches, desired, undesired, settings)
+                ]
                 parts, _ = measure(llm, view, speeches, desired, undesired, settings)
                 model = [terms(p) for p in parts]
                 rho = spearmanr(truth, model).statistic
