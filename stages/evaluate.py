@@ -29,6 +29,7 @@ from contextlib import ExitStack
 from stackelberg.datasets import of_split, read_dataset, seed_of
 from stackelberg.evaluation.ablation import VARIANT_KEY
 from stackelberg.evaluation.behaviour import behaviour_followers
+from stackelberg.evaluation.ground_truth import ground_truth_summary
 from stackelberg.evaluation.held_out import held_out_details
 from stackelberg.evaluation.held_out_scoring import (
     TRAINED,
@@ -57,6 +58,7 @@ from stackelberg.llm import LLMConfig
 from stackelberg.llm.local.threads import BackgroundLane
 from stackelberg.params import draw_model
 from stackelberg.persuasion.candidates import dataset_rates
+from stackelberg.persuasion.exact_follower import exact_follower_for
 from stackelberg.persuasion.intents import SCRIPTED
 from stackelberg.persuasion.measurer import measurer_backends
 from stackelberg.training.grpo_outputs import (
@@ -197,6 +199,7 @@ def held_out_scores(ctx, measurer, sampled: dict) -> dict:
         unseen=unseen,
         behaviour=behaviour_run(ctx, measurer, unseen),
         best_of=ctx.section.best_of,
+        exact=exact_follower_for(ctx.game, ctx.params.for_game("label", ctx.game).scheme),
     )
     return with_other_view(ctx, measurer, sampled, reward)
 
@@ -331,6 +334,16 @@ def finish(ctx, results) -> dict:
             reward["rows"], reward["scored"], p.n, p.best_of, p.examples, p.bootstrap, p.seed
         )
         metrics["held_out"] |= transfer_details(ctx, reward["scored"])
+        if reward.get("optima"):
+            metrics["held_out"]["ground_truth"] = ground_truth_summary(
+                reward["rows"],
+                reward["scored"],
+                reward["optima"],
+                p.n,
+                p.best_of,
+                p.bootstrap,
+                p.seed,
+            )
     out = ctx.path()
     plots = out / "plots"
     plots.mkdir(parents=True, exist_ok=True)

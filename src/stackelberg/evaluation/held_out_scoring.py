@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from stackelberg.evaluation.behaviour import follower_behaviour
+from stackelberg.evaluation.ground_truth import optimum_record
 from stackelberg.evaluation.held_out import best_of_choice, candidate_record, instance_means
 from stackelberg.persuasion.candidates import output_rates, sample_candidates
+from stackelberg.persuasion.exact_follower import optimum
 from stackelberg.persuasion.intents import other_view_row
 from stackelberg.persuasion.measurer import (
     MEMBER_VARIANT_PREFIX,
@@ -119,13 +121,16 @@ def held_out_reward(
     unseen: tuple[Callable[[], Any], str] | None = None,
     behaviour: BehaviourRun | None = None,
     best_of: Sequence[int] = (),
+    exact: Any = None,
 ) -> dict[str, Any]:
     """Each instance's mean reward per Refiner ("before": the untrained Refiner's first
     ``n``), the Refiners' output rates, and every candidate's record under the Measurer and,
     with ``unseen`` (a loader of that follower and its model's name), the records a table
     reads under the unseen follower too (``unseen_subset``); ``label`` names the run in
     progress bars (``evaluate@GAME``). With ``behaviour``, each follower's judged responses
-    to the candidates (``behaviour``)."""
+    to the candidates (``behaviour``). With ``exact`` (the instances' exact follower,
+    ``exact_follower_for``), every candidate's record under it and each instance's
+    Stackelberg optimum (``optima``; ``evaluation.ground_truth``)."""
     if not sampled:
         return {"before": [], "after": []}
     out: dict[str, Any] = {f"{g}_outputs": sampled[f"{g}_outputs"] for g in ("before", "after")}
@@ -143,6 +148,12 @@ def held_out_reward(
         out["scored"]["unseen_model"] = model
     if behaviour is not None and behaviour.settings.responses:
         out["scored"]["behaviour"] = responses(sampled, n, score, behaviour, desc)
+    if exact is not None:
+        out["scored"]["exact"] = score_candidates(exact, sampled, score, f"{desc}, exact follower")
+        out["optima"] = [
+            optimum_record(*optimum(exact, view, row["desired"], row["undesired"], score))
+            for row, view in zip(sampled["rows"], sampled["views"], strict=True)
+        ]
     records = out["scored"]["measurer"]
     out["before"] = instance_means([c[:n] for c in records[UNTRAINED]])
     out["after"] = instance_means(records[TRAINED])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from stackelberg.evaluation.ground_truth import ground_truth_mlflow
 from stackelberg.evaluation.held_out import held_out_mlflow
 from stackelberg.evaluation.tournament import BEST_OF_COUNTS, CHOICE_COUNTS, SPEECH_COUNTS
 from stackelberg.evaluation.transfer import transfer_mlflow
@@ -26,7 +27,8 @@ def mlflow_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
     ``reward/game/{before,after,diff}``, Refiner outputs
     ``refiner/game/run/{ended_rate,parse_rate}``, the training reward's rise
     held-out details ``held_out/game/...`` (``held_out.held_out_mlflow``; the joint Refiner's
-    and both views': ``transfer.transfer_mlflow``),
+    and both views': ``transfer.transfer_mlflow``; the exact follower's:
+    ``ground_truth.ground_truth_mlflow``),
     ``training/game/{reward_rise,reward_rise_low,reward_rise_high,reward_first,reward_last,
     steps,reward_gain,reward_gain_low,reward_gain_high,reward_revisit,reward_revisit_low,
     reward_revisit_high}``. ``ablation_from_mlflow`` reads these names.
@@ -87,7 +89,10 @@ def mlflow_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
             stem = f"training/{game}/{key}"
             out[stem] = float(entry["estimate"])
             out[f"{stem}_low"], out[f"{stem}_high"] = map(float, entry["ci"])
-    out |= held_out_mlflow(game, metrics.get("held_out") or {})
+    held_out = metrics.get("held_out") or {}
+    out |= held_out_mlflow(game, held_out)
+    if held_out.get("ground_truth"):
+        out |= ground_truth_mlflow(f"held_out/{game}", held_out["ground_truth"])
     out |= transfer_mlflow(game, metrics.get("held_out") or {})
     return out
 

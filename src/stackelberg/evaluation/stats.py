@@ -92,6 +92,35 @@ def bootstrap_mean_ci(values: Sequence[float], resamples: int = 2000, seed: int 
     return Interval(_mean(xs), lo, hi, len(xs))
 
 
+def bootstrap_ratio_ci(
+    numerator: Sequence[float], denominator: Sequence[float], resamples: int = 2000, seed: int = 0
+) -> Interval:
+    """``mean(numerator) / mean(denominator)`` over paired observations, resampling pairs
+    (a share of a per-instance headroom: a ratio of means, stable where single headroom
+    values are near 0); NaN where the denominator's mean is 0 (a resample whose
+    denominator sums to 0 counts as 0).
+
+    >>> bootstrap_ratio_ci([1.0, 2.0], [2.0, 4.0]).estimate
+    0.5
+    """
+    if len(numerator) != len(denominator):
+        raise ValueError(f"bootstrap_ratio_ci: {len(numerator)} vs {len(denominator)} values")
+    pairs = [(float(a), float(b)) for a, b in zip(numerator, denominator, strict=True)]
+    if not pairs:
+        return Interval(float("nan"), float("nan"), float("nan"), 0)
+
+    def ratio(sample: Sequence[tuple[float, float]]) -> float:
+        den = sum(b for _, b in sample)
+        return sum(a for a, _ in sample) / den if den else float("nan")
+
+    def draw(rng: random.Random) -> float:
+        value = ratio([pairs[rng.randrange(len(pairs))] for _ in pairs])
+        return 0.0 if math.isnan(value) else value
+
+    lo, hi = _percentiles(draw, resamples, seed)
+    return Interval(ratio(pairs), lo, hi, len(pairs))
+
+
 def paired_bootstrap_diff(
     first: Sequence[float], second: Sequence[float], resamples: int = 2000, seed: int = 0
 ) -> Interval:

@@ -107,6 +107,13 @@ class ExactFollower:
         pass
 
 
+def exact_follower_for(game: str, label_scheme: str) -> ExactFollower | None:
+    """The exact follower of ``game``'s instances, where there is one: a game whose scripted
+    players speak by opinion, labeled by the scripted labeler (whose responses are the
+    sentences the follower says); None elsewhere."""
+    return ExactFollower() if game in OPINION_GAMES and label_scheme == "scripted" else None
+
+
 def exact_parts(
     follower: ExactFollower,
     view: InstanceView,
@@ -114,13 +121,16 @@ def exact_parts(
     desired: Sequence[str],
     undesired: Sequence[str],
     settings: RewardConfig,
+    in_format: Sequence[bool] | None = None,
 ) -> list[RewardParts]:
-    """The reward parts of each speech under the exact follower (each response one token)."""
+    """The reward parts of each speech under the exact follower (each response one token;
+    ``in_format``: as ``measurer.measure`` takes it)."""
     lps = follower.logprobs(view, speeches, [*desired, *undesired])
     k = len(desired)
+    formats = [True] * len(speeches) if in_format is None else list(in_format)
     return [
-        measurer_reward(s, [[x] for x in row[:k]], [[x] for x in row[k:]], settings)
-        for s, row in zip(speeches, lps, strict=True)
+        measurer_reward(s, [[x] for x in row[:k]], [[x] for x in row[k:]], settings, ok)
+        for s, row, ok in zip(speeches, lps, formats, strict=True)
     ]
 
 

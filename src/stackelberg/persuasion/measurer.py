@@ -31,6 +31,7 @@ from stackelberg.persuasion.context import (
     follower_messages,
     follower_prompt_pieces,
 )
+from stackelberg.persuasion.exact_follower import ExactFollower, exact_parts
 from stackelberg.persuasion.reward import (
     RewardConfig,
     RewardParts,
@@ -215,8 +216,10 @@ def measure(
     """Reward parts of each candidate, and how many history lines were cut to fit
     (``candidate_tokens``: the room a candidate has, ``fitted_follower_lines``;
     ``in_format``: whether each came from a completion in the asked format, None: all).
-    ``llm``: one model, or an ``Ensemble`` (its parts the members' weighted mean; the most
-    lines any member cut)."""
+    ``llm``: one model, an ``Ensemble`` (its parts the members' weighted mean; the most
+    lines any member cut), or the ``ExactFollower`` (no prompt, nothing cut)."""
+    if isinstance(llm, ExactFollower):
+        return exact_parts(llm, view, candidates, desired, undesired, settings, in_format), 0
     if isinstance(llm, Ensemble):
         each = [
             measure(

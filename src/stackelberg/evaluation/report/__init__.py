@@ -3,7 +3,8 @@
 The markdown summary (``reports/summary.md``) and ``stackelberg report`` show the very same
 tables, one job a module: the table model and its cells (``tables``), the tournaments' win
 rates or scores (``tournament``), the Measurer's reward and the held-out evidence beyond it
-(``reward``; ``evaluation.held_out``), the followers' checks (``followers``) and transfer
+(``reward``; ``evaluation.held_out``), the exact follower's (``ground_truth``), the
+followers' checks (``followers``) and transfer
 (``transfer``). A cell is "rate [low, high]" (Wilson 95%) with the number of games; a
 difference whose interval includes 0 says so.
 """
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from stackelberg.evaluation.report.followers import behaviour_table, ensemble_table
+from stackelberg.evaluation.report.ground_truth import optimum_table, validity_table
 from stackelberg.evaluation.report.reward import (
     REFINER_RUN_NAMES,
     TRAINING_MEASURES,
@@ -65,6 +67,8 @@ def report_tables(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> list[Text
         reward_table(metrics_by_game),
         training_table(metrics_by_game),
         unseen_follower_table(metrics_by_game),
+        optimum_table(metrics_by_game),
+        validity_table(metrics_by_game),
         best_of_table(metrics_by_game),
         best_of_calls_table(metrics_by_game),
         ablation_reward_table(metrics_by_game),
@@ -137,6 +141,7 @@ __all__ = [
     "examples_table",
     "joint_table",
     "learned_table",
+    "optimum_table",
     "load_metrics",
     "markdown_report",
     "overall_table",
@@ -154,5 +159,6 @@ __all__ = [
     "terminal_report",
     "training_table",
     "unseen_follower_table",
+    "validity_table",
     "views_table",
 ]
