@@ -130,6 +130,7 @@ def test_per_game_overrides_apply_to_one_game(tmp_path):
 CLAUDE = "{backend: anthropic, model: claude-3-5-haiku-latest}"
 GPT_URL = "https://api.openai.com/v1"
 GPT = f"{{backend: openai, model: gpt-4o, base_url: '{GPT_URL}'}}"
+EXACT = "{exact: follower}"
 
 
 @pytest.mark.parametrize(
@@ -220,6 +221,22 @@ GPT = f"{{backend: openai, model: gpt-4o, base_url: '{GPT_URL}'}}"
             "evaluate: {conditions: [direct, refiner-pos_only+direct]}\n",
             "no Refiner named 'pos_only' is trained",
         ),
+        # the exact follower as the Measurer (persuasion.exact_follower)
+        (
+            f"models: {{measurer: {EXACT}}}\nlabel: {{scheme: scripted}}\n",
+            "models.measurer: the exact follower plays werewolf, avalon, onuw, not sotopia",
+        ),
+        (
+            f"games: [werewolf]\nmodels: {{measurer: {EXACT}}}\nlabel: {{scheme: per_response}}\n",
+            "label.scheme is per_response (werewolf); set label.scheme: scripted",
+        ),
+        (
+            f"games: [onuw]\nmodels: {{measurer: {EXACT}}}\nlabel: {{scheme: scripted}}\n"
+            "evaluate: {behaviour: {responses: 2, followers: [measurer]}}\n",
+            "the exact follower scores responses but writes none",
+        ),
+        ("models: {measurer: {exact: follower, temperature: 2}}\n", "temperature"),
+        ("games: [sotopia]\nselfplay: {agents: scripted_sampled}\n", "not sotopia"),
     ],
 )
 def test_impossible_pairings_are_refused_when_params_load(tmp_path, text, words):
@@ -228,6 +245,19 @@ def test_impossible_pairings_are_refused_when_params_load(tmp_path, text, words)
     with pytest.raises(ParamsError) as err:
         load_params(path)
     assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_exact_follower_loads_as_the_measurer_of_the_games_it_models(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text(
+        f"games: [werewolf, avalon, onuw]\nmodels: {{measurer: {EXACT}}}\n"
+        "label: {scheme: scripted}\n"
+        "evaluate: {conditions: [scripted_sampled, refiner+scripted_sampled, best4+scripted_sampled], "
+        "opponent: scripted_sampled}\n"
+    )
+    params = load_params(path)
+    assert params.models.measurer.describe().startswith("the exact scripted follower")
+    assert "models.measurer.exact" in {key for key, _, _ in explain()}
 
 
 def test_the_joint_and_the_other_views_refiners_load_where_they_can_work(tmp_path):

@@ -173,10 +173,40 @@ def check_refiners_beside(params: Params) -> None:
                 )
 
 
+def check_exact_measurer(params: Params) -> None:
+    """Refuse an exact-follower Measurer where it is none: a game whose scripted players
+    have no opinion, labels that are not the scripted sentences it says, the followers'
+    responses it would have to write."""
+    from stackelberg.agents.scripted import OPINION_GAMES
+    from stackelberg.persuasion.exact_follower import ExactFollowerConfig
+    from stackelberg.persuasion.intents import SCRIPTED
+
+    if not isinstance(params.models.measurer, ExactFollowerConfig):
+        return
+    for game in params.games:
+        if game not in OPINION_GAMES:
+            raise ParamsError(
+                f"models.measurer: the exact follower plays {', '.join(OPINION_GAMES)}, not "
+                f"{game}; drop {game} from games or use a model"
+            )
+        if (scheme := params.for_game("label", game).scheme) != SCRIPTED:
+            raise ParamsError(
+                f"models.measurer: the exact follower scores the scripted labeler's sentences, "
+                f"but label.scheme is {scheme} ({game}); set label.scheme: scripted"
+            )
+        behaviour = params.for_game("evaluate", game).behaviour
+        if behaviour.responses and "measurer" in behaviour.followers:
+            raise ParamsError(
+                f"evaluate.behaviour.followers ({game}): the exact follower scores responses "
+                "but writes none; list unseen only, or set evaluate.behaviour.responses: 0"
+            )
+
+
 def check_followers(params: Params) -> None:
     """Refuse what the ensemble-vs-single comparison and the behaviour check cannot do: a
     Refiner against a member the Measurer does not have, a response from an unseen follower
     that is not set."""
+    check_exact_measurer(params)
     measurer = params.models.measurer
     members = member_names(measurer) if isinstance(measurer, list) else []
     for game in params.games:

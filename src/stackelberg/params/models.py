@@ -26,10 +26,11 @@ ModelEntry = LLMConfig | list[WeightedLLMConfig]
 
 
 def entry_models(entry: ModelEntry | None) -> list[LLMConfig]:
-    """Every model an entry may use (none for an optional role left out)."""
-    if entry is None:
-        return []
-    return [m.config() for m in entry] if isinstance(entry, list) else [entry]
+    """Every model an entry may use (none for an optional role left out, nor for the exact
+    follower, which is no model)."""
+    if isinstance(entry, list):
+        return [m.config() for m in entry]
+    return [entry] if isinstance(entry, LLMConfig) else []
 
 
 def draw_model(entry: ModelEntry, seed: int) -> LLMConfig:

@@ -21,6 +21,7 @@ from stackelberg.games import GAME_NAMES, GameName
 from stackelberg.llm.config import Dtype, LLMConfig
 from stackelberg.params.models import ModelsParams, WeightedLLMConfig
 from stackelberg.persuasion.candidates import SampleSettings, trained_sampling
+from stackelberg.persuasion.exact_follower import ExactFollowerConfig
 from stackelberg.persuasion.intents import LabelSettings
 from stackelberg.persuasion.measurer import MeasurerMember, ScoreSettings
 from stackelberg.settings import Settings, one_line
@@ -341,4 +342,7 @@ def explain(model: type[BaseModel] | None = None, prefix: str = "") -> list[tupl
             for key, field in MeasurerMember.model_fields.items()
             if key not in LLMConfig.model_fields
         ]
+        rows.append(
+            ("models.measurer.exact", "", ExactFollowerConfig.model_fields["exact"].description)
+        )
     return rows

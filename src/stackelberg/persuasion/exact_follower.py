@@ -37,26 +37,19 @@ from stackelberg.persuasion.reward import RewardConfig, RewardParts, measurer_re
 from stackelberg.persuasion.truth import truth_of
 from stackelberg.settings import Settings
 
-#: ``models.measurer: {exact: follower}``
-EXACT_FOLLOWER = "follower"
-
 
 class ExactFollowerConfig(Settings):
-    """``models.measurer`` as the exact follower (Werewolf, Avalon, ONUW; the scripted
-    labeler's responses)."""
+    """``models.measurer: {exact: follower}``: the scripted follower's own response
+    distribution as the Measurer (Werewolf, Avalon, ONUW; the scripted labeler's responses),
+    at the temperature the ``scripted_sampled`` players speak at, so that against them it is
+    the follower exactly."""
 
     exact: Literal["follower"] = Field(
         description="the scripted follower's own response distribution as the Measurer"
     )
-    temperature: float = Field(
-        OPINION_TEMPERATURE,
-        gt=0,
-        description="the softmax temperature of the follower's next sentence (the "
-        "scripted_sampled players speak at the default)",
-    )
 
     def describe(self) -> str:
-        return f"the exact scripted follower (temperature {self.temperature})"
+        return f"the exact scripted follower (temperature {OPINION_TEMPERATURE})"
 
 
 class NotASentence(ValueError):

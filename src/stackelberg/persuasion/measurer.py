@@ -31,7 +31,7 @@ from stackelberg.persuasion.context import (
     follower_messages,
     follower_prompt_pieces,
 )
-from stackelberg.persuasion.exact_follower import ExactFollower, exact_parts
+from stackelberg.persuasion.exact_follower import ExactFollower, ExactFollowerConfig, exact_parts
 from stackelberg.persuasion.reward import (
     RewardConfig,
     RewardParts,
@@ -89,11 +89,22 @@ class MeasurerMember(LLMConfig):
         return LLMConfig(**self.model_dump(exclude={"weight", "name"}))
 
 
-#: ``models.measurer``: one scoring model, or the members of an ensemble follower (told apart
-#: by the value's shape, so that a bad value is one error about the form it has)
+def _measurer_form(value: Any) -> str:
+    if isinstance(value, list):
+        return "members"
+    if isinstance(value, ExactFollowerConfig) or (isinstance(value, dict) and "exact" in value):
+        return "exact"
+    return ""
+
+
+#: ``models.measurer``: one scoring model, the members of an ensemble follower, or the exact
+#: follower (told apart by the value's shape, so that a bad value is one error about the
+#: form it has)
 MeasurerEntry = Annotated[
-    Annotated[LLMConfig, Tag("")] | Annotated[list[MeasurerMember], Tag("members")],
-    Discriminator(lambda value: "members" if isinstance(value, list) else ""),
+    Annotated[LLMConfig, Tag("")]
+    | Annotated[list[MeasurerMember], Tag("members")]
+    | Annotated[ExactFollowerConfig, Tag("exact")],
+    Discriminator(_measurer_form),
 ]
 
 
@@ -150,8 +161,10 @@ class Ensemble:
 
 
 def load_measurer(entry: MeasurerEntry, load: Callable[[LLMConfig], Any]) -> Any:
-    """The Measurer of ``models.measurer``: one model's backend, or an ``Ensemble`` of each
-    member's (``load``: a model config to its backend)."""
+    """The Measurer of ``models.measurer``: one model's backend, an ``Ensemble`` of each
+    member's (``load``: a model config to its backend), or the ``ExactFollower``."""
+    if isinstance(entry, ExactFollowerConfig):
+        return ExactFollower()
     if isinstance(entry, LLMConfig):
         return load(entry)
     names = member_names(entry)

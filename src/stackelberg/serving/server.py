@@ -16,7 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from stackelberg.llm import LLMConfig
 from stackelberg.params import Params, ParamsError, load_params
+from stackelberg.persuasion.exact_follower import ExactFollowerConfig
 from stackelberg.serving.bodies import ServeLimits
 from stackelberg.training.grpo_outputs import ADAPTER_CONFIG
 
@@ -71,6 +73,13 @@ def measurer_config(params: Params, model: str) -> Any:
     with ``model`` in its place unless it is ``PARAMS_MEASURER``; refused if it cannot
     score (params refuse an ensemble member that cannot)."""
     config = params.models.measurer
+    if isinstance(config, ExactFollowerConfig):
+        if model == PARAMS_MEASURER:
+            raise ServeError(
+                "--measurer: models.measurer is the exact follower, which the service does "
+                "not serve; give --measurer a model"
+            )
+        config = LLMConfig(model=model)
     if isinstance(config, list):
         if model != PARAMS_MEASURER:
             raise ServeError(
