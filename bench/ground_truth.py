@@ -13,7 +13,8 @@ information), as the default pipeline does. Then, per game, with each reward's t
   pair, ``persuasion.exact_follower.grammar_speeches``) scored under the exact follower;
   the headroom is the best speech's reward minus the base speech's;
 - for each ``--measurer`` (a local model), its rewards of the grammar's one-sentence
-  speeches beside the exact follower's: the rank correlation within an instance (mean and
+  speeches beside the exact follower's, over the instances where the exact follower does
+  not score every sentence alike: the rank correlation within an instance (mean and
   bootstrap 95% interval over instances), how often both pick the same best sentence, and
   the exact reward the Measurer's pick gains over the base speech as a share of what the
   best sentence gains (ratio of means over instances).
@@ -131,14 +132,17 @@ def main(argv: list[str] | None = None) -> int:
                 ]
                 parts, _ = measure(llm, view, speeches, desired, undesired, settings)
                 model = [terms(p) for p in parts]
-                rho = spearmanr(truth, model).statistic
-                rhos.append(0.0 if np.isnan(rho) else float(rho))
+                if len(set(truth)) == 1:  # the follower is indifferent: nothing to rank
+                    continue
+                if len(set(model)) > 1:
+                    rhos.append(float(spearmanr(truth, model).statistic))
                 pick = int(np.argmax(model))
                 same.append(float(truth[pick] == max(truth)))
                 gained.append(truth[pick] - best.base_reward)
                 reach.append(best.headroom)
             share = float(np.mean(gained) / np.mean(reach)) if np.mean(reach) else float("nan")
             out["measurers"][name] = {
+                "instances": len(same),
                 "rank_correlation": interval(rhos),
                 "same_best": float(np.mean(same)),
                 "pick_share_of_optimum": share,

@@ -12,9 +12,9 @@ are the terms alone (``content``: no length or format penalty). From those recor
   over the base speech, and that gain as a share of the headroom (a ratio of means over
   instances, bootstrap 95% interval);
 - per model of the follower (the Measurer, the unseen follower where it scored): how well
-  it ranks an instance's candidates as the exact follower does: the rank correlation
-  within an instance (over instances where neither scores all candidates alike), how
-  often its best
+  it ranks an instance's candidates as the exact follower does, over the instances where
+  the exact follower does not score all candidates alike: the rank correlation within an
+  instance (where the model does not either), how often its best
   candidate is an exact best one, and the exact gain of its pick over the instance's mean
   candidate as a share of the exact best candidate's.
 """
@@ -79,7 +79,9 @@ def validity(
         if len(pairs) < 2:
             continue
         m, e = [p[0] for p in pairs], [p[1] for p in pairs]
-        if len(set(m)) > 1 and len(set(e)) > 1:  # else no ranking to compare
+        if len(set(e)) == 1:  # the follower is indifferent: nothing to rank or pick
+            continue
+        if len(set(m)) > 1:
             rhos.append(float(spearmanr(m, e).statistic))
         pick = max(range(len(m)), key=lambda i: (m[i], -i))
         mean = sum(e) / len(e)

@@ -66,8 +66,9 @@ def validity_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTabl
         "Held out: the LLM Measurer against the exact follower",
         ["game", "model", "rank correlation", "same best", "pick's share of best gain"],
         rows,
-        "Over each instance's held-out candidates (all Refiners). Rank correlation: Spearman "
-        "within an instance, mean with a bootstrap 95% interval (n: the instances where "
-        "neither scores all candidates alike). Pick's share: the exact gain of the model's best candidate over the instance's "
+        "Over each instance's held-out candidates (all Refiners), in the instances where the "
+        "exact follower does not score them all alike. Rank correlation: Spearman within an "
+        "instance, mean with a bootstrap 95% interval (n: the instances where the model does "
+        "not either). Pick's share: the exact gain of the model's best candidate over the instance's "
         "mean candidate, as a share of the exact best candidate's (ratio of means).",
     )
