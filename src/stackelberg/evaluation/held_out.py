@@ -17,6 +17,9 @@
   reward, and how much of a candidate repeats the responses it is scored on (word 3-gram
   overlap, verbatim copies): a gain made by copying the desired responses into the speech
   is reward hacking, and the report says so.
+- **Ground truth** (``ground_truth``; Werewolf, Avalon, ONUW with scripted labels): every
+  candidate under the exact follower, each instance's Stackelberg optimum, the headroom each
+  Refiner reaches, and the Measurer held against the exact follower (``ground_truth``).
 
 Every candidate is kept as a plain record (``candidate_record``) so the pipeline's results
 stay JSON-ready; the functions here turn records into metrics.json entries.
