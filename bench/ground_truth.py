@@ -13,11 +13,12 @@ information), as the default pipeline does. Then, per game, with each reward's t
   pair, ``persuasion.exact_follower.grammar_speeches``) scored under the exact follower;
   the headroom is the best speech's reward minus the base speech's;
 - for each ``--measurer`` (a local model), its rewards of the grammar's one-sentence
-  speeches beside the exact follower's, over the instances where the exact follower does
-  not score every sentence alike: the rank correlation within an instance (mean and
-  bootstrap 95% interval over instances), how often both pick the same best sentence, and
-  the exact reward the Measurer's pick gains over the base speech as a share of what the
-  best sentence gains (ratio of means over instances).
+  speeches beside the exact follower's (``evaluation.ground_truth.rank_agreement``, as the
+  evaluate stage holds the Measurer against the exact follower on held-out candidates):
+  over the instances where the exact follower does not score every sentence alike, the
+  rank correlation within an instance, how often the Measurer's best sentence is an exact
+  best one, and the exact gain of its pick over the instance's mean sentence as a share of
+  the best sentence's (a ratio of means); each with a bootstrap 95% interval.
 
 Prints one table per measure and writes them all as JSON to ``--out``.
 """
@@ -32,12 +33,12 @@ import time
 
 import _project_root  # noqa: F401  (the project importable from the root)
 import numpy as np
-from scipy.stats import spearmanr
 
 from stackelberg.agents import make_agent
 from stackelberg.agents.runner import Table, play_tables
 from stackelberg.agents.scripted import OPINION_GAMES
-from stackelberg.evaluation.stats import bootstrap_mean_ci
+from stackelberg.evaluation.ground_truth import rank_agreement, without_nan
+from stackelberg.evaluation.held_out import interval
 from stackelberg.games import make_game
 from stackelberg.llm import LLMConfig, make_llm
 from stackelberg.persuasion.context import instance_view, speech_instances
@@ -73,13 +74,15 @@ def instances(game: str, agents: str, seeds: int, limit: int) -> list[tuple]:
     return out[:limit]
 
 
-def interval(values) -> dict:
-    ci = bootstrap_mean_ci(list(values))
-    return {"mean": ci.estimate, "low": ci.low, "high": ci.high, "n": ci.n}
+def summary(values) -> dict:
+    return interval(list(values), 2000, 0)
 
 
-def fmt(ci: dict) -> str:
-    return f"{ci['mean']:+.3f} [{ci['low']:+.3f}, {ci['high']:+.3f}]"
+def fmt(part: dict) -> str:
+    if not part["n"] or part["estimate"] is None:
+        return "-"
+    lo, hi = part["ci"]
+    return f"{part['estimate']:+.3f} [{lo:+.3f}, {hi:+.3f}]"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,10 +108,10 @@ def main(argv: list[str] | None = None) -> int:
         single = [optimum(exact, v, d, u, settings, pairs=False) for v, d, u in rows]
         out = {
             "instances": len(rows),
-            "base": interval(o.base_reward for o in found),
-            "optimum": interval(o.reward for o in found),
-            "headroom": interval(o.headroom for o in found),
-            "headroom_single": interval(o.headroom for o in single),
+            "base": summary(o.base_reward for o in found),
+            "optimum": summary(o.reward for o in found),
+            "headroom": summary(o.headroom for o in found),
+            "headroom_single": summary(o.headroom for o in single),
             "speeches_per_instance": float(np.mean([o.speeches for o in found])),
             "examples": [
                 {"base": v.base_utterance, "best": o.speech, "headroom": o.headroom}
@@ -123,40 +126,24 @@ def main(argv: list[str] | None = None) -> int:
         )
         for name, llm in models.items():
             t1 = time.time()
-            rhos, same, gained, reach = [], [], [], []
-            for (view, desired, undesired), best in zip(rows, single, strict=True):
+            scored = []
+            for view, desired, undesired in rows:
                 speeches = speaker_sentences(view)
-                truth = [
-                    terms(p)
-                    for p in exact_parts(exact, view, speeches, desired, undesired, settings)
-                ]
+                truth = exact_parts(exact, view, speeches, desired, undesired, settings)
                 parts, _ = measure(llm, view, speeches, desired, undesired, settings)
-                model = [terms(p) for p in parts]
-                if len(set(truth)) == 1:  # the follower is indifferent: nothing to rank
-                    continue
-                if len(set(model)) > 1:
-                    rhos.append(float(spearmanr(truth, model).statistic))
-                pick = int(np.argmax(model))
-                same.append(float(truth[pick] == max(truth)))
-                gained.append(truth[pick] - best.base_reward)
-                reach.append(best.headroom)
-            share = float(np.mean(gained) / np.mean(reach)) if np.mean(reach) else float("nan")
-            out["measurers"][name] = {
-                "instances": len(same),
-                "rank_correlation": interval(rhos),
-                "same_best": float(np.mean(same)),
-                "pick_share_of_optimum": share,
-                "seconds": time.time() - t1,
-            }
+                scored.append([(terms(m), terms(e)) for m, e in zip(parts, truth, strict=True)])
+            agreement = rank_agreement(scored, 2000, 0)
+            out["measurers"][name] = agreement | {"seconds": time.time() - t1}
             print(
-                f"  {name}: rank correlation {fmt(out['measurers'][name]['rank_correlation'])}, "
-                f"same best {np.mean(same):.0%}, its pick reaches {share:.0%} of the "
-                f"one-sentence headroom ({time.time() - t1:.0f} s)",
+                f"  {name}: rank correlation {fmt(agreement['rank_correlation'])} over "
+                f"{agreement['rank_correlation']['n']} instances, same best "
+                f"{fmt(agreement['same_best'])}, its pick's share of the best sentence's gain "
+                f"{fmt(agreement['pick_share'])} ({time.time() - t1:.0f} s)",
                 flush=True,
             )
         report["games"][game] = out
         with open(args.out, "w") as fh:  # written as each game ends: nothing lost if killed
-            json.dump(report, fh, indent=1)
+            json.dump(without_nan(report), fh, indent=1)
     return 0
 
 

@@ -27,6 +27,10 @@ from stackelberg.persuasion.measurer import ScoreSettings
 from stackelberg.persuasion.truth import scripted_intents
 
 
+class Perfect(ExactFollower):
+    """A model of the follower that is right about everything (scored as a model is)."""
+
+
 class Reversed(ExactFollower):
     """A model of the follower that gets every preference backwards."""
 
@@ -83,7 +87,7 @@ def test_the_optimum_reaches_all_of_the_headroom_and_a_perfect_model_ranks_as_th
     exact = exact_follower_for(game_name, "scripted")
     assert exact_follower_for(game_name, "per_response") is None
     assert exact_follower_for("sotopia", "scripted") is None
-    for measurer, sign in ((ExactFollower(), 1.0), (Reversed(), -1.0)):
+    for measurer, sign in ((Perfect(), 1.0), (Reversed(), -1.0)):
         reward = held_out_reward(sampled, 2, settings, "t", measurer, best_of=[4], exact=exact)
         gt = ground_truth_summary(
             reward["rows"], reward["scored"], reward["optima"], 2, [4], 200, 0
@@ -104,6 +108,11 @@ def test_the_optimum_reaches_all_of_the_headroom_and_a_perfect_model_ranks_as_th
         else:
             assert validity["rank_correlation"]["estimate"] < 0
             assert validity["pick_share"]["estimate"] < 1.0
+    # the exact follower as the Measurer: scored once, and no row holding it against itself
+    reward = held_out_reward(sampled, 2, settings, "t", ExactFollower(), best_of=[4], exact=exact)
+    assert reward["scored"]["exact"] is reward["scored"]["measurer"]
+    own = ground_truth_summary(reward["rows"], reward["scored"], reward["optima"], 2, [4], 200, 0)
+    assert own["validity"] == {} and own["headroom"] == gt["headroom"]
     metrics = {"game": game_name, "held_out": {"ground_truth": gt}}
     names = ground_truth_mlflow(f"held_out/{game_name}", gt)
     assert f"held_out/{game_name}/ground_truth/headroom" in names

@@ -223,9 +223,25 @@ def test_the_enumeration_finds_a_planted_best_speech(game_name):
     found = optimum(_Planted(planted), view, desired, undesired, RewardConfig(variant="pos_only"))
     assert found.speech == planted
     best = optimum(ExactFollower(), view, desired, undesired, RewardConfig())
-    rewards = exact_parts(ExactFollower(), view, speeches, desired, undesired, RewardConfig())
+    said = [view.base_utterance, *speeches]
+    rewards = exact_parts(ExactFollower(), view, said, desired, undesired, RewardConfig())
     assert best.reward == pytest.approx(max(p.clamped for p in rewards))
-    assert best.headroom >= 0
+    assert best.base_reward == pytest.approx(rewards[0].clamped)
+    assert best.headroom >= 0  # the base speech is among the speeches it may keep
+
+
+def test_an_avalon_leader_may_propose_only_its_own_team():
+    """The labels' "this team" is the base speech's: a grammar that let the leader propose
+    another team would earn reward by changing what the responses are about."""
+    leaders = [
+        (view, d, u)
+        for view, d, u in _instances("avalon", range(4))
+        if view.base_utterance.startswith("I propose")
+    ]
+    assert leaders
+    for view, _, _ in leaders:
+        proposals = [s for s in grammar_speeches(view, pairs=False) if s.startswith("I propose")]
+        assert proposals == [view.base_utterance.split(". ")[0].rstrip(".") + "."]
 
 
 def test_sampled_players_exist_for_the_opinion_games_only():

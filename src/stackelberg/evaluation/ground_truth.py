@@ -11,7 +11,8 @@ are the terms alone (``content``: no length or format penalty). From those recor
   untrained one's candidates, the trained one, the variants): the exact reward it gains
   over the base speech, and that gain as a share of the headroom (a ratio of means over
   instances, bootstrap 95% interval);
-- per model of the follower (the Measurer, the unseen follower where it scored): how well
+- per model of the follower (the Measurer unless it is the exact follower itself, the
+  unseen follower where it scored): how well
   it ranks an instance's candidates as the exact follower does, over the instances where
   the exact follower does not score all candidates alike: the rank correlation within an
   instance (where the model does not either), how often its best
@@ -21,6 +22,7 @@ are the terms alone (``content``: no length or format penalty). From those recor
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,6 +30,7 @@ from scipy.stats import spearmanr
 
 from stackelberg.evaluation.held_out import best_of_choice, instance_means, interval
 from stackelberg.evaluation.stats import bootstrap_ratio_ci
+from stackelberg.persuasion.reward import best_index
 
 #: the groups of a scored follower's records, besides its variants
 GROUPS = ("pool", "after")
@@ -69,31 +72,50 @@ def _paired(model: Mapping[str, Any], exact: Mapping[str, Any]) -> list[list[tup
     return out
 
 
-def validity(
-    model: Mapping[str, Any], exact: Mapping[str, Any], resamples: int, seed: int
+def rank_agreement(
+    instances: Sequence[Sequence[tuple[float, float]]], resamples: int, seed: int
 ) -> dict[str, Any]:
-    """How well a model of the follower ranks each instance's candidates as the exact
-    follower does (module docstring)."""
+    """How well a model of the follower ranks each instance's speeches as the exact
+    follower does: ``instances`` holds, per instance, (model's terms, exact terms) of each
+    speech; only the instances where the exact follower does not score them all alike count
+    (module docstring)."""
     rhos, same, picked, best = [], [], [], []
-    for pairs in _paired(model, exact):
-        if len(pairs) < 2:
-            continue
+    for pairs in instances:
         m, e = [p[0] for p in pairs], [p[1] for p in pairs]
-        if len(set(e)) == 1:  # the follower is indifferent: nothing to rank or pick
+        if len(set(e)) < 2:  # the follower is indifferent: nothing to rank or pick
             continue
         if len(set(m)) > 1:
             rhos.append(float(spearmanr(m, e).statistic))
-        pick = max(range(len(m)), key=lambda i: (m[i], -i))
+        pick = best_index(m)
         mean = sum(e) / len(e)
         same.append(float(e[pick] == max(e)))
         picked.append(e[pick] - mean)
         best.append(max(e) - mean)
     return {
+        "instances": len(same),
         "rank_correlation": interval(rhos, resamples, seed),
         "same_best": interval(same, resamples, seed),
         "pick_share": bootstrap_ratio_ci(picked, best, resamples, seed).to_dict(),
-        "candidates": sum(len(p) for p in _paired(model, exact)),
     }
+
+
+def validity(
+    model: Mapping[str, Any], exact: Mapping[str, Any], resamples: int, seed: int
+) -> dict[str, Any]:
+    """``rank_agreement`` over each instance's held-out candidates that both scored."""
+    pairs = _paired(model, exact)
+    return rank_agreement(pairs, resamples, seed) | {"candidates": sum(map(len, pairs))}
+
+
+def without_nan(value: Any) -> Any:
+    """``value`` with every NaN as None (metrics.json is strict JSON)."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: without_nan(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [without_nan(v) for v in value]
+    return value
 
 
 def ground_truth_summary(
@@ -121,24 +143,26 @@ def ground_truth_summary(
         f: {"model": scored.get(f"{f}_model") or f}
         | validity(scored[f], scored["exact"], resamples, seed)
         for f in ("measurer", "unseen")
-        if f in scored
+        if f in scored and scored[f] is not scored["exact"]  # the exact Measurer: itself
     }
-    return {
-        "base": interval(base, resamples, seed),
-        "optimum": interval([o["reward"] for o in optima], resamples, seed),
-        "headroom": interval(headroom, resamples, seed),
-        "speeches": sum(o["speeches"] for o in optima) / max(len(optima), 1),
-        "refiners": refiners,
-        "validity": followers,
-        "examples": [
-            {
-                "base": r["base_utterance"],
-                "optimum": o["speech"],
-                "headroom": o["reward"] - o["base"],
-            }
-            for r, o in zip(rows, optima, strict=True)
-        ][:5],
-    }
+    return without_nan(
+        {
+            "base": interval(base, resamples, seed),
+            "optimum": interval([o["reward"] for o in optima], resamples, seed),
+            "headroom": interval(headroom, resamples, seed),
+            "speeches": sum(o["speeches"] for o in optima) / max(len(optima), 1),
+            "refiners": refiners,
+            "validity": followers,
+            "examples": [
+                {
+                    "base": r["base_utterance"],
+                    "optimum": o["speech"],
+                    "headroom": o["reward"] - o["base"],
+                }
+                for r, o in zip(rows, optima, strict=True)
+            ][:5],
+        }
+    )
 
 
 def ground_truth_mlflow(stem: str, summary: Mapping[str, Any]) -> dict[str, float]:
@@ -146,15 +170,15 @@ def ground_truth_mlflow(stem: str, summary: Mapping[str, Any]) -> dict[str, floa
     ``.../validity/FOLLOWER/{rank_correlation,same_best,pick_share}`` (estimates)."""
     out: dict[str, float] = {}
     root = f"{stem}/ground_truth"
-    if summary["headroom"].get("n"):
+    if summary["headroom"].get("n") and summary["headroom"]["estimate"] is not None:
         out[f"{root}/headroom"] = float(summary["headroom"]["estimate"])
     for name, cells in summary["refiners"].items():
         for key in ("share", "gain"):
-            if cells[key].get("n") and cells[key]["estimate"] == cells[key]["estimate"]:
+            if cells[key].get("n") and cells[key]["estimate"] is not None:
                 out[f"{root}/{key}/{name}"] = float(cells[key]["estimate"])
     for follower, cells in summary["validity"].items():
         for key in ("rank_correlation", "same_best", "pick_share"):
             part = cells[key]
-            if part.get("n") and part["estimate"] == part["estimate"]:
+            if part.get("n") and part["estimate"] is not None:
                 out[f"{root}/validity/{follower}/{key}"] = float(part["estimate"])
     return out

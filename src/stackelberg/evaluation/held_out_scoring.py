@@ -18,7 +18,7 @@ from stackelberg.evaluation.behaviour import follower_behaviour
 from stackelberg.evaluation.ground_truth import optimum_record
 from stackelberg.evaluation.held_out import best_of_choice, candidate_record, instance_means
 from stackelberg.persuasion.candidates import output_rates, sample_candidates
-from stackelberg.persuasion.exact_follower import optimum
+from stackelberg.persuasion.exact_follower import ExactFollower, optimum
 from stackelberg.persuasion.intents import other_view_row
 from stackelberg.persuasion.measurer import (
     MEMBER_VARIANT_PREFIX,
@@ -149,7 +149,11 @@ def held_out_reward(
     if behaviour is not None and behaviour.settings.responses:
         out["scored"]["behaviour"] = responses(sampled, n, score, behaviour, desc)
     if exact is not None:
-        out["scored"]["exact"] = score_candidates(exact, sampled, score, f"{desc}, exact follower")
+        out["scored"]["exact"] = (
+            out["scored"]["measurer"]  # the exact follower is the Measurer: scored already
+            if type(measurer) is ExactFollower
+            else score_candidates(exact, sampled, score, f"{desc}, exact follower")
+        )
         out["optima"] = [
             optimum_record(*optimum(exact, view, row["desired"], row["undesired"], score))
             for row, view in zip(sampled["rows"], sampled["views"], strict=True)

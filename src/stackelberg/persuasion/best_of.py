@@ -13,7 +13,6 @@ out short of k says the first sample, as ``refiner+X`` says its one, without a M
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from stackelberg.agents.base import Agent
@@ -22,6 +21,7 @@ from stackelberg.games.base import Game
 from stackelberg.persuasion.context import InstanceView
 from stackelberg.persuasion.intents import LabelSettings, scripted_labels
 from stackelberg.persuasion.measurer import ScoreSettings, measure_completions
+from stackelberg.persuasion.reward import best_index
 from stackelberg.persuasion.truth import TRUTHS
 
 #: ``bestN+X``'s prefix, before N
@@ -32,11 +32,6 @@ MEASURER_ROUTE = "measurer"
 #: what a tournament record sums over its seats (``play_counts``): speeches, Refiner samples,
 #: Measurer calls
 BEST_OF_COUNTS = ("best_of_speeches", "best_of_samples", "best_of_measurer_calls")
-
-
-def best_index(rewards: Sequence[float]) -> int:
-    """The index of the highest reward; the first wins a tie (held out and in play alike)."""
-    return max(range(len(rewards)), key=lambda i: (rewards[i], -i))
 
 
 def live_view(game: Game, speaker: int, follower: int, base: str) -> InstanceView:

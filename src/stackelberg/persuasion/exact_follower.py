@@ -10,7 +10,8 @@ that model against (``measurer_validity``).
 
 From it follows the Stackelberg optimum of an instance (``optimum``): every speech the
 scripted grammar allows the speaker (each sentence, each pair of sentences, over the
-other living players and the claims the game permits) scored under the exact follower.
+other living players and the claims the game permits), and the base speech, scored under
+the exact follower.
 """
 
 from __future__ import annotations
@@ -22,18 +23,26 @@ from typing import Literal, NamedTuple
 from pydantic import Field
 
 from stackelberg.agents.scripted import OPINION_GAMES, listener_after, sayings
-from stackelberg.agents.scripted.onuw import the
+from stackelberg.agents.scripted.avalon import parse_proposal
+from stackelberg.agents.scripted.onuw import (
+    FAKEABLE,
+    robber_claim,
+    role_claim,
+    seer_saw,
+    troublemaker_claim,
+)
 from stackelberg.agents.scripted.opinion import OPINION_TEMPERATURE
 from stackelberg.agents.scripted.phrases import (
     APPROVE_TEAM,
     REJECT_TEAM,
     propose,
+    seer_claim,
     werewolf_verdict,
 )
-from stackelberg.games.avalon import TEAM_SIZES
 from stackelberg.games.base import ALL, Event
 from stackelberg.persuasion.context import InstanceView
-from stackelberg.persuasion.reward import RewardConfig, RewardParts, measurer_reward
+from stackelberg.persuasion.intents import SCRIPTED
+from stackelberg.persuasion.reward import RewardConfig, RewardParts, best_index, measurer_reward
 from stackelberg.persuasion.truth import truth_of
 from stackelberg.settings import Settings
 
@@ -104,7 +113,8 @@ def exact_follower_for(game: str, label_scheme: str) -> ExactFollower | None:
     """The exact follower of ``game``'s instances, where there is one: a game whose scripted
     players speak by opinion, labeled by the scripted labeler (whose responses are the
     sentences the follower says); None elsewhere."""
-    return ExactFollower() if game in OPINION_GAMES and label_scheme == "scripted" else None
+    scripted = label_scheme == SCRIPTED
+    return ExactFollower() if game in OPINION_GAMES and scripted else None
 
 
 def exact_parts(
@@ -135,37 +145,37 @@ def terms(parts: RewardParts) -> float:
 # ---- the speaker's grammar and the optimum ---------------------------------------------------
 
 
-def _is_leader_speech(view: InstanceView) -> bool:
-    """Avalon: whether the speech opens the discussion of a team (its leader proposes)."""
-    events = view.game.events
-    i = min(view.event_index, len(events))
-    return i == 0 or not (events[i - 1].type == "speech" and events[i - 1].phase == "discussion")
+def _claims(view: InstanceView, living: Sequence[int]) -> list[str]:
+    """The claims the game permits the speaker, as its scripted players word them: a
+    Werewolf Seer's finding; ONUW's role claims (a Seer's sighting, a Robber's or a
+    Troublemaker's swap, a plain role); Avalon: the leader's own proposal (the team the
+    labels' "this team" is, so that no speech earns its reward by changing the team), the
+    others' approval or rejection."""
+    game = view.game
+    if game.name == "werewolf":
+        return [seer_claim([werewolf_verdict(p, w)]) for p in living for w in (True, False)]
+    if game.name == "onuw":
+        return (
+            [seer_saw(p, card) for p in living for card in ("werewolf", "villager")]
+            + [robber_claim(p, "villager") for p in living]
+            + [troublemaker_claim(a, b) for a, b in itertools.combinations(living, 2)]
+            + [role_claim(r) for r in FAKEABLE]
+        )
+    truth = truth_of(view)
+    if truth.discussion_start(view) == view.event_index:  # the leader opens the discussion
+        team = parse_proposal(view.base_utterance)
+        return [propose(team)] if team else []
+    return [APPROVE_TEAM, REJECT_TEAM]
 
 
 def speaker_sentences(view: InstanceView) -> list[str]:
     """Every sentence the scripted grammar lets the speaker say: each saying about each other
-    living player, and the claims the game permits (a Seer's finding; Avalon's leader:
-    every team of the quest's size; Avalon's others: approve or reject)."""
-    game = view.game
+    living player, and the claims the game permits (``_claims``)."""
     truth = truth_of(view)
     living = sorted(truth.alive(view) - {view.speaker})
-    out = [say(p) for side in (1, -1) for say in sayings(game.name)[side] for p in living]
-    if game.name == "werewolf":
-        out += [f"I am the Seer. {werewolf_verdict(p, w)}" for p in living for w in (True, False)]
-    elif game.name == "onuw":
-        out += [
-            f"I am the Seer. I saw Player {p + 1} is {the(card)}."
-            for p in living
-            for card in ("werewolf", "villager")
-        ]
-    elif game.name == "avalon":
-        if _is_leader_speech(view):
-            quest = 1 + sum(e.type == "quest" for e in game.events[: view.event_index])
-            size = TEAM_SIZES[len(game.players)][min(quest, 5) - 1]
-            out += [propose(t) for t in itertools.combinations(range(len(game.players)), size)]
-        else:
-            out += [APPROVE_TEAM, REJECT_TEAM]
-    return list(dict.fromkeys(out))
+    says = sayings(view.game.name)
+    out = [say(p) for side in (1, -1) for say in says[side] for p in living]
+    return list(dict.fromkeys(out + _claims(view, living)))
 
 
 def grammar_speeches(view: InstanceView, pairs: bool = True) -> list[str]:
@@ -198,15 +208,12 @@ def optimum(
     settings: RewardConfig,
     pairs: bool = True,
 ) -> Optimum:
-    """The Stackelberg optimum of one instance: the grammar's best speech (ties: the first
-    in the grammar's order, a single sentence before any pair)."""
-    speeches = grammar_speeches(view, pairs)
+    """The Stackelberg optimum of one instance: the best of the base speech and the
+    grammar's speeches (ties: the base, then the first in the grammar's order, a single
+    sentence before any pair), so that the headroom is never below 0."""
+    speeches = [view.base_utterance, *grammar_speeches(view, pairs)]
     rewards = [
-        terms(p)
-        for p in exact_parts(
-            follower, view, [view.base_utterance, *speeches], desired, undesired, settings
-        )
+        terms(p) for p in exact_parts(follower, view, speeches, desired, undesired, settings)
     ]
-    base, rest = rewards[0], rewards[1:]
-    best = max(range(len(rest)), key=lambda i: (rest[i], -i))
-    return Optimum(speeches[best], rest[best], base, len(speeches))
+    best = best_index(rewards)
+    return Optimum(speeches[best], rewards[best], rewards[0], len(speeches) - 1)

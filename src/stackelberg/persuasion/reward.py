@@ -53,6 +53,11 @@ class RewardConfig(Settings):
         return self
 
 
+def best_index(rewards: Sequence[float]) -> int:
+    """The index of the highest reward; the first wins a tie (held out and in play alike)."""
+    return max(range(len(rewards)), key=lambda i: (rewards[i], -i))
+
+
 @dataclass(frozen=True)
 class RewardParts:
     """Every part of one reward, kept so that datasets can be re-weighted later."""

@@ -190,12 +190,18 @@ class AvalonTruth(_PlayerTruth):
             camps.update({p.id: GOOD for p in game.players if p.id not in camps})
         return camps
 
-    def team(self, view: InstanceView, with_speech: bool = True) -> tuple[int, ...] | None:
-        """The team on the table: the one the discussion's first speaker (the leader)
-        proposed; the speech itself counts only ``with_speech``."""
+    def discussion_start(self, view: InstanceView) -> int:
+        """The event index of the discussion's first speech (the leader's): the speech's
+        own index when it opens the discussion."""
         events, i = view.game.events, view.event_index
         while i > 0 and events[i - 1].type == "speech" and events[i - 1].phase == "discussion":
             i -= 1
+        return i
+
+    def team(self, view: InstanceView, with_speech: bool = True) -> tuple[int, ...] | None:
+        """The team on the table: the one the discussion's first speaker (the leader)
+        proposed; the speech itself counts only ``with_speech``."""
+        events, i = view.game.events, self.discussion_start(view)
         if i == view.event_index and not with_speech:
             return None
         # the speech itself (the leader's) may not be in the events yet: a game in play

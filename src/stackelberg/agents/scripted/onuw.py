@@ -93,6 +93,23 @@ def the(role: str) -> str:
     return "a Werewolf" if role == "werewolf" else f"the {role_name(role)}"
 
 
+# ---- claims (true or fake), defined once: the players say them, the optimum's grammar too ----
+def role_claim(role: str) -> str:
+    return f"I am {the(role)}."
+
+
+def seer_saw(q: int, card: str) -> str:
+    return f"I am the Seer. I saw Player {q + 1} is {the(card)}."
+
+
+def robber_claim(q: int, card: str) -> str:
+    return f"I am the Robber. I swapped with Player {q + 1} and became {the(card)}."
+
+
+def troublemaker_claim(a: int, b: int) -> str:
+    return f"I am the Troublemaker. I swapped Player {a + 1} and Player {b + 1}."
+
+
 class ONUWScripted(Listening, Agent):
     kind = "scripted"
 
@@ -322,17 +339,15 @@ class ONUWScripted(Listening, Agent):
         if role == "seer":
             if self.seer_target is not None:
                 q = self.seer_target
-                return prefix + f"I am the Seer. I saw Player {q + 1} is {the(self.seen[q])}."
+                return prefix + seer_saw(q, self.seen[q])
             cards = " and ".join(the(c) for _, c in sorted(self.center_seen.items()))
             return prefix + f"I am the Seer. I saw the center cards: {cards}."
         if role == "robber" and self.rob is not None:
             q, card = self.rob
-            return (
-                prefix + f"I am the Robber. I swapped with Player {q + 1} and became {the(card)}."
-            )
+            return prefix + robber_claim(q, card)
         if role == "troublemaker" and self.trouble is not None:
             a, b = self.trouble
-            return prefix + f"I am the Troublemaker. I swapped Player {a + 1} and Player {b + 1}."
+            return prefix + troublemaker_claim(a, b)
         if role == "drunk" and self.drunk is not None:
             return prefix + f"I am the Drunk. I swapped with center card {self.drunk + 1}."
         if role == "insomniac":
@@ -348,15 +363,13 @@ class ONUWScripted(Listening, Agent):
             if others:
                 return prefix + f"I am a Mason. Player {others[0] + 1} is the other Mason."
             return prefix + "I am a Mason and I am the only one."
-        return prefix + f"I am {the(role)}."
+        return prefix + role_claim(role)
 
     def _fake_claim(self) -> str:
         me, n = self.player, self.n
         innocents = [q for q in range(n) if q != me and q not in self.wolves]
         if self.rob is not None:  # the robber who stole a werewolf keeps the robber story
-            return (
-                f"I am the Robber. I swapped with Player {self.rob[0] + 1} and became the Villager."
-            )
+            return robber_claim(self.rob[0], "villager")
         options = [c for c in self.center_seen.values() if c in FAKEABLE]
         if self.acting == "minion" or (
             not options and len(self.wolves) <= 1 and self.rng.random() < 0.3
@@ -368,18 +381,18 @@ class ONUWScripted(Listening, Agent):
         if fake == "seer" and innocents:
             q = self.rng.choice(innocents)
             card = "werewolf" if self.rng.random() < 0.5 else "villager"
-            return f"I am the Seer. I saw Player {q + 1} is {the(card)}."
+            return seer_saw(q, card)
         if fake == "robber" and innocents:
             q = self.rng.choice(innocents)
-            return f"I am the Robber. I swapped with Player {q + 1} and became the Villager."
+            return robber_claim(q, "villager")
         if fake == "troublemaker" and len(innocents) >= 2:
             a, b = sorted(self.rng.sample(innocents, 2))
-            return f"I am the Troublemaker. I swapped Player {a + 1} and Player {b + 1}."
+            return troublemaker_claim(a, b)
         if fake == "drunk":
             return "I am the Drunk. I swapped with center card 1."
         if fake == "insomniac":
             return "I am the Insomniac. I am still the Insomniac."
-        return f"I am {the('villager' if fake == 'seer' else fake)}."
+        return role_claim("villager" if fake == "seer" else fake)
 
     def _later(self, last: bool) -> str:
         me = self.player

@@ -37,6 +37,11 @@ def werewolf_verdict(pid: int, wolf: bool) -> str:
     return f"{player_name(pid)} is {'a' if wolf else 'not a'} werewolf."
 
 
+def seer_claim(findings: Sequence[str]) -> str:
+    """A (true or fake) Werewolf Seer's claim and its findings, each a ``werewolf_verdict``."""
+    return " ".join(["I am the Seer.", *findings])
+
+
 def trustworthy(ids: Sequence[int]) -> str:
     return f"{names(ids)} {'looks' if len(ids) == 1 else 'look'} trustworthy."
 

@@ -28,6 +28,7 @@ from stackelberg.agents.base import Agent
 from stackelberg.agents.scripted.opinion import Listening, sentence_logits, with_claims
 from stackelberg.agents.scripted.phrases import (
     not_werewolf,
+    seer_claim,
     suspect,
     trust,
     vote_for,
@@ -151,24 +152,21 @@ class WerewolfScripted(Listening, Agent):
         self._observe(self.new_events())
 
     def _hear(self, speaker: int, text: str) -> None:
-        """A speech's verdicts, accusations and trust: one word per player named (said twice,
-        or in two phrasings, it counts once), and none about the speaker itself: a player's
-        word on its own innocence is worth nothing."""
+        """A speech's verdicts, accusations and trust: one word per player and side (said
+        twice, or in two phrasings of one side, it counts once), and none about the speaker
+        itself: a player's word on its own innocence is worth nothing."""
         verdicts = [v for v in dict.fromkeys(parse_verdicts(text, self.n)) if v[0] != speaker]
         suspects = [t for t in dict.fromkeys(parse_suspects(text, self.n)) if t != speaker]
         trusts = [t for t in dict.fromkeys(parse_trusts(text, self.n)) if t != speaker]
-        said: dict[int, float] = {}  # one word per player a speech names, its first
+        said: dict[tuple[int, float], None] = {}  # (player, weight), in the order first said
         if parse_claims_seer(text):
             self.claims.setdefault(speaker, {}).update(verdicts)
         else:
-            for t, wolf in verdicts:
-                said.setdefault(t, ACCUSE if wolf else -DENY)
-        for t in suspects:
-            said.setdefault(t, ACCUSE)
-        for t in trusts:
-            said.setdefault(t, -DENY)
-        self.accusations += [(speaker, t, w) for t, w in said.items()]
-        self.today += [t for t, wolf in verdicts if wolf] + suspects
+            said |= dict.fromkeys((t, ACCUSE if wolf else -DENY) for t, wolf in verdicts)
+        said |= dict.fromkeys((t, ACCUSE) for t in suspects)
+        said |= dict.fromkeys((t, -DENY) for t in trusts)
+        self.accusations += [(speaker, t, w) for t, w in said]
+        self.today += dict.fromkeys([t for t, wolf in verdicts if wolf] + suspects)
 
     # ---- village reasoning -----------------------------------------------------------------
     def _credible_claimers(self) -> list[int]:
@@ -259,8 +257,7 @@ class WerewolfScripted(Listening, Agent):
             else:
                 target = self._top(fresh or living, threat)
             self.fake_verdicts[target] = True
-            said = " ".join(werewolf_verdict(p, w) for p, w in self.fake_verdicts.items())
-            return f"I am the Seer. {said}"
+            return seer_claim([werewolf_verdict(p, w) for p, w in self.fake_verdicts.items()])
         return None
 
     def _wolf_speech(self) -> str:
@@ -312,8 +309,7 @@ class WerewolfScripted(Listening, Agent):
         return opts[self.rng.randrange(len(opts))]
 
     def _seer_reveal(self) -> str:
-        said = " ".join(werewolf_verdict(p, w) for p, w in self.inspected.items())
-        return f"I am the Seer. {said}".strip()
+        return seer_claim([werewolf_verdict(p, w) for p, w in self.inspected.items()])
 
     def _village_speech(self) -> str:
         if self.my_role == "seer":

@@ -12,7 +12,7 @@ from stackelberg.evaluation.report.tables import TextTable, mean_cell_or_dash
 
 def _ratio_cell(part: Mapping[str, Any] | None) -> str:
     """``"42% [18, 66]"``: a share with its interval."""
-    if not part or not part.get("n") or part["estimate"] != part["estimate"]:
+    if not part or not part.get("n") or part["estimate"] is None:
         return "-"
     lo, hi = part["ci"]
     return f"{100 * part['estimate']:.0f}% [{100 * lo:.0f}, {100 * hi:.0f}]"
