@@ -115,6 +115,15 @@ def test_set_option_and_mixed_agents(tmp_path):
             "nowhere.yaml: no such params file",
         ),
         (
+            ["play", "werewolf", "--agents", "best2+scripted", "--refiner", "base"]
+            + ["--params", str(ROOT / "src")],
+            "cannot read the params file",
+        ),
+        (
+            ["play", "werewolf", "--agents", "scripted", "--refiner", "base"],
+            "--refiner is for refiner+X and bestN+X seats",
+        ),
+        (
             ["play", "onuw", "--agents", "direct", "--backend", "anthropic", "--model", "c"]
             + ["--choice", "score"],
             "choice: score needs log-probabilities",

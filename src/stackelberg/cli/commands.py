@@ -148,6 +148,8 @@ def refiner_setup(played: Sequence[str], args: argparse.Namespace) -> RefinerSet
 
     wrapped = [k for k in played if parse_condition(k).wrapped]
     if not wrapped:
+        if args.refiner is not None:
+            raise UsageError("--refiner is for refiner+X and bestN+X seats; no seat is one")
         return RefinerSetup(dict, {})
     from stackelberg.evaluation.routes import tournament_routes
     from stackelberg.serving.server import ServeError, check_adapter, read_params

@@ -60,6 +60,8 @@ def load_params(path: str | Path = "params.yaml") -> Params:
         raw = yaml.safe_load(path.read_text()) or {}
     except FileNotFoundError:
         raise ParamsError(f"{path}: no such params file") from None
+    except OSError as err:  # a folder, no permission
+        raise ParamsError(f"{path}: cannot read the params file ({err.strerror})") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark else ""
