@@ -454,9 +454,14 @@ class AvalonScripted(Listening, Agent):
         members = [p for p in team if p != me]
         if not members:
             return True
-        ranked = sorted(self.risk(p) for p in range(self.n) if p != me)
-        bar = ranked[len(members) - 1] + 0.05  # the riskiest member of the best such team
+        bar = self._risk_bar(len(members))
         return all(self.risk(p) <= bar for p in members)
+
+    def _risk_bar(self, members: int) -> float:
+        """The most risk a member of a team it approves may carry: that of the riskiest
+        member of the best team with ``members`` others than itself (a little above)."""
+        ranked = sorted(self.risk(p) for p in range(self.n) if p != self.player)
+        return ranked[members - 1] + 0.05
 
     def _card(self) -> bool:
         """True = Success. Only evil players get a choice."""
@@ -581,8 +586,7 @@ class AvalonScripted(Listening, Agent):
         members = [p for p in team if p != self.player]
         if not members:
             return STANCE_SCALE
-        ranked = sorted(self.risk(p) for p in range(self.n) if p != self.player)
-        bar = ranked[len(members) - 1] + 0.05
+        bar = self._risk_bar(len(members))
         return STANCE_SCALE * (bar - max(self.risk(p) for p in members))
 
     # ---- decisions --------------------------------------------------------------------------

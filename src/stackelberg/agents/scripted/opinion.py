@@ -50,19 +50,16 @@ def sentence_logits(
 def distribution(logits: Mapping[str, float], temperature: float) -> dict[str, float]:
     """The softmax of ``logits`` at ``temperature``: each sentence's probability, summing
     to 1, in the logits' order."""
-    if not logits:
-        raise ValueError("a listener with nothing it may say")
-    if temperature <= 0:
-        raise ValueError(f"temperature must be positive, not {temperature}")
-    top = max(logits.values())
-    weights = {s: math.exp((v - top) / temperature) for s, v in logits.items()}
-    total = math.fsum(weights.values())
-    return {s: w / total for s, w in weights.items()}
+    return {s: math.exp(lp) for s, lp in log_distribution(logits, temperature).items()}
 
 
 def log_distribution(logits: Mapping[str, float], temperature: float) -> dict[str, float]:
     """Each sentence's natural-log probability under ``distribution`` (exact in the tails,
     where the probability itself would round to 0)."""
+    if not logits:
+        raise ValueError("a listener with nothing it may say")
+    if temperature <= 0:
+        raise ValueError(f"temperature must be positive, not {temperature}")
     top = max(logits.values())
     scaled = {s: (v - top) / temperature for s, v in logits.items()}
     log_total = math.log(math.fsum(math.exp(x) for x in scaled.values()))

@@ -7,15 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from stackelberg.evaluation.report.tables import TextTable, mean_cell_or_dash
-
-
-def _ratio_cell(part: Mapping[str, Any] | None) -> str:
-    """``"42% [18, 66]"``: a share with its interval."""
-    if not part or not part.get("n") or part["estimate"] is None:
-        return "-"
-    lo, hi = part["ci"]
-    return f"{100 * part['estimate']:.0f}% [{100 * lo:.0f}, {100 * hi:.0f}]"
+from stackelberg.evaluation.report.tables import TextTable, interval_cell, mean_cell_or_dash
 
 
 def _truth(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
@@ -34,7 +26,14 @@ def optimum_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable
     for game, gt in _truth(metrics_by_game).items():
         rows.append([game, "optimum (headroom)", mean_cell_or_dash(gt["headroom"]), "100%"])
         for name, cells in gt["refiners"].items():
-            rows.append([game, name, mean_cell_or_dash(cells["gain"]), _ratio_cell(cells["share"])])
+            rows.append(
+                [
+                    game,
+                    name,
+                    mean_cell_or_dash(cells["gain"]),
+                    interval_cell(cells["share"], percent=True),
+                ]
+            )
     return TextTable(
         "Held out under the exact follower: the Stackelberg headroom and each Refiner's share",
         ["game", "speech", "exact reward - base speech", "share of headroom"],
@@ -59,7 +58,7 @@ def validity_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTabl
                     f"{follower} ({cells['model']})",
                     mean_cell_or_dash(cells["rank_correlation"]),
                     mean_cell_or_dash(cells["same_best"]),
-                    _ratio_cell(cells["pick_share"]),
+                    interval_cell(cells["pick_share"], percent=True),
                 ]
             )
     return TextTable(

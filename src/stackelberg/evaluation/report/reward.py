@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from stackelberg.evaluation.report.tables import TextTable, diff_cell, mean_cell, pct
+from stackelberg.evaluation.report.tables import (
+    TextTable,
+    diff_cell,
+    interval_cell,
+    mean_cell,
+    pct,
+)
 from stackelberg.evaluation.training_curve import WINDOW_SHARE
 
 
@@ -126,14 +132,6 @@ def refiner_outputs_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> T
     )
 
 
-def _interval_cell(part: Mapping[str, Any] | None) -> str:
-    """``"-1.234 [-1.5, -0.9]"`` for an interval dict of metrics.json (no n)."""
-    if not part or not part.get("n"):
-        return "-"
-    lo, hi = part["ci"]
-    return f"{part['estimate']:.3f} [{lo:.3f}, {hi:.3f}]"
-
-
 #: the held-out rows of the best-of table, in order: the untrained Refiner's best of k, then
 #: the trained Refiner's single sample
 _TRAINED = "trained"
@@ -164,7 +162,7 @@ def best_of_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable
         first = next(r[name] for r in games.values() if name in r)
         rows.append(
             [label, str(first["scorings_per_speech"])]
-            + [_interval_cell(games[g].get(name, {}).get(f)) for g in games for f in followers]
+            + [interval_cell(games[g].get(name, {}).get(f)) for g in games for f in followers]
         )
     headers = ["Refiner", "Measurer scorings a speech"] + [
         f"{g} ({'Measurer' if f == 'measurer' else 'unseen follower'})"
@@ -237,7 +235,7 @@ def ablation_reward_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> T
         [
             label,
             *(
-                _interval_cell(terms.get(name, {}).get(t))
+                interval_cell(terms.get(name, {}).get(t))
                 for terms in games.values()
                 for t in _TERM_LABELS
             ),

@@ -62,6 +62,17 @@ def mean_cell(part: Mapping[str, Any]) -> str:
     return f"{part['estimate']:.3f} [{lo:.3f}, {hi:.3f}] n={part['n']}"
 
 
+def interval_cell(part: Mapping[str, Any] | None, percent: bool = False) -> str:
+    """``"-1.234 [-1.5, -0.9]"`` (``percent``: ``"42% [18, 66]"``) for an interval dict of
+    metrics.json, without its n; "-" where nothing was measured."""
+    if not part or not part.get("n") or part["estimate"] is None:
+        return "-"
+    lo, hi = part["ci"]
+    if percent:
+        return f"{100 * part['estimate']:.0f}% [{100 * lo:.0f}, {100 * hi:.0f}]"
+    return f"{part['estimate']:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
 def mean_cell_or_dash(part: Mapping[str, Any] | None) -> str:
     """``mean_cell``, or "-" where nothing was measured."""
     return mean_cell(part) if part and part.get("n") else "-"
