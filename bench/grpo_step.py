@@ -75,7 +75,6 @@ def run_steps(
     settings = GRPOSettings(
         num_generations=generations,
         prompts_per_step=prompts_per_step,
-        max_completion_length=max_new_tokens,
         micro_batch=micro_batch,
         generation=generation,
         share_prompts=share_prompts,
@@ -93,7 +92,15 @@ def run_steps(
     ]
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        result = train_refiner(model, chats, {"base": base}, response_length, settings, f"{tmp}/a")
+        result = train_refiner(
+            model,
+            chats,
+            {"base": base},
+            response_length,
+            settings,
+            f"{tmp}/a",
+            completion_limit=max_new_tokens,
+        )
         wall = time.perf_counter() - start
     steps = result.steps
     step_s = statistics.mean(h["step_time"] for h in result.history)

@@ -44,7 +44,7 @@ def rewards(dtype: str, params, model: str | None = None) -> tuple[list[list[flo
     out, seconds = [], 0.0
     for game in params.games:
         score = params.for_game("score", game)
-        room = params.refiner_sampling(game).max_new_tokens
+        room = params.refiner_profile(game).token_limit
         intents, selfplay, sample = (
             str(output(stage, game)) for stage in ("label", "selfplay", "sample")
         )

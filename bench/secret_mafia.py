@@ -52,9 +52,9 @@ def main() -> int:
         params = load_params(args.params)
         player = make_llm(params.models.player.model_copy(update={"model": args.model}))
         routes = {"default": player}
+        profile = params.refiner_profile(AS_GAME, args.refiner)
         if refined:
-            refiner = params.refiner_model(AS_GAME, args.refiner)
-            routes["refiner"] = make_llm(refiner.model_copy(update={"model": args.model}))
+            routes["refiner"] = make_llm(profile.model.model_copy(update={"model": args.model}))
         evaluate = params.for_game("evaluate", AS_GAME)
 
         def build(condition: str):
@@ -63,7 +63,7 @@ def main() -> int:
                 AS_GAME,
                 routes,
                 evaluate.agent_options(),
-                params.refiner_options(AS_GAME),  # as the evaluate stage plays the Refiner
+                profile,  # as the evaluate stage plays the Refiner
             )
 
         for condition in conditions:

@@ -2,7 +2,7 @@
 a time.
 
 Starts `stackelberg serve`'s app in this process on a free loopback port, with the Refiner
-as the evaluate stage plays it (``Params.refiner_model``: the base of ``--params``' models.refiner,
+as the evaluate stage plays it (``Params.refiner_profile``: the base of ``--params``' models.refiner,
 by default the embedded model) and a LoRA adapter (``--refiner FOLDER``, e.g.
 models/refiner/werewolf; default: an untrained one made here, whose update is zero), then
 sends the same refine requests (Werewolf speeches, each its own draft and seed) with the

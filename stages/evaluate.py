@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 from contextlib import ExitStack
 
+from stackelberg.agents.refiner import RefinerProfile
 from stackelberg.datasets import of_split, read_dataset, seed_of
 from stackelberg.evaluation.ablation import VARIANT_KEY
 from stackelberg.evaluation.behaviour import behaviour_followers
@@ -75,16 +76,16 @@ HELD_OUT = "held_out_reward"
 VIEWER_FOLDER = "games"
 
 
-def refiner_config(ctx, trained: bool, variant: str | None = None) -> LLMConfig:
-    """The Refiner as tournaments play it (``evaluate.refiner_dtype``), untrained or with this
-    game's trained adapter beside its weights (``variant``: the one trained on that other
-    reward variant or view, ``grpo.variants``; ``all``: the joint Refiner, ``grpo.joint``):
-    the held-out reward compares them as they play."""
+def refiner_profile(ctx, trained: bool, variant: str | None = None) -> RefinerProfile:
+    """The Refiner as it runs (``Params.refiner_profile``), untrained or with this game's
+    trained adapter beside its weights (``variant``: the one trained on that other reward
+    variant or view, ``grpo.variants``; ``all``: the joint Refiner, ``grpo.joint``): the
+    held-out reward compares them as they play."""
     if variant == JOINT_REFINER:
         adapter = ctx.path("grpo_all")
     else:
         adapter = ctx.path("grpo") / VARIANTS / variant if variant else ctx.path("grpo")
-    return ctx.params.refiner_model(ctx.game, adapter if trained else None)
+    return ctx.params.refiner_profile(ctx.game, adapter if trained else None)
 
 
 def plan(ctx) -> list[dict]:
@@ -134,7 +135,7 @@ def held_out_beside_tournament(ctx, part: slice) -> dict:
     sampled = held_out_samples(ctx)
     if not sampled:
         return tournaments(ctx, part) | held_out_scores(ctx, None, sampled)
-    measurer = held_out_measurer(ctx, also=(refiner_config(ctx, trained=True),))
+    measurer = held_out_measurer(ctx, also=(refiner_profile(ctx, trained=True).model,))
     routes = tournament_routes(ctx, keep=("measurer",))
     backends = measurer_backends(measurer)
     stores = {id(s): s for b in backends if (s := getattr(b, "prefix_store", None)) is not None}
@@ -160,8 +161,6 @@ def held_out_samples(ctx) -> dict:
     if df.is_empty():
         return {}
     rows, views = ctx.instances("intents", df["instance_id"].to_list())
-    # Every Refiner prompted and stopped as the trained one plays.
-    sampling = ctx.params.refiner_sampling(ctx.game).model_copy(update={"n": p.n})
     variants = ctx.params.for_game("grpo", ctx.game).refiner_variants()
     if ctx.params.grpo.joint:  # the joint Refiner, beside the game's own
         variants = [*variants, JOINT_REFINER]
@@ -169,11 +168,11 @@ def held_out_samples(ctx) -> dict:
     # left by earlier stages (one copy in float32, two when the Measurer has its own dtype)
     # make room for loading the Refiners' base (read in float32, then int8; the trained
     # ones run their adapter beside the same weights), and the Measurer comes back after.
-    refiners = {UNTRAINED: refiner_config(ctx, False), TRAINED: refiner_config(ctx, True)}
-    refiners |= {v: refiner_config(ctx, True, v) for v in variants}
-    ctx.release_models("player", "labeler", also=tuple(refiners.values()))
+    refiners = {UNTRAINED: refiner_profile(ctx, False), TRAINED: refiner_profile(ctx, True)}
+    refiners |= {v: refiner_profile(ctx, True, v) for v in variants}
+    ctx.release_models("player", "labeler", also=tuple(r.model for r in refiners.values()))
     seeds = candidate_seeds([seed_of(r["instance_id"]) for r in rows], p.seed)
-    return sample_held_out(ctx.model, refiners, variants, rows, views, sampling, p.best_of, seeds)
+    return sample_held_out(ctx.model, refiners, variants, rows, views, p.n, p.best_of, seeds)
 
 
 def held_out_measurer(ctx, also: tuple[LLMConfig, ...] = ()):
@@ -243,8 +242,8 @@ def tournament_routes(ctx, keep: tuple[str, ...] = ()) -> dict:
     untrained Refiner leaves room for the tables, unless a ``bestN+X`` speaker plays with
     it (and with the Measurer)."""
     p = ctx.section
-    trained_refiner = refiner_config(ctx, trained=True)
-    untrained_refiner = refiner_config(ctx, trained=False)
+    trained_refiner = refiner_profile(ctx, trained=True).model
+    untrained_refiner = refiner_profile(ctx, trained=False).model
     if best_of_played(p.conditions):
         keep, also = (*keep, "measurer"), (trained_refiner, untrained_refiner)
     else:
@@ -261,7 +260,7 @@ def tournament_routes(ctx, keep: tuple[str, ...] = ()) -> dict:
         judge=draw_model(ctx.params.models.labeler, p.tournament_seed) if judged else None,
         untrained_refiner=untrained_refiner,
         measurer=ctx.params.models.measurer,
-        named_refiner=lambda name: refiner_config(ctx, True, name),  # refiner-NAME+X
+        named_refiner=lambda name: refiner_profile(ctx, True, name).model,  # refiner-NAME+X
     )
 
 
@@ -290,9 +289,9 @@ def tournaments(ctx, part: slice, routes: dict | None = None) -> dict:
         llm_routes=routes,
         route_of_seed=seat_models(ctx).get,
         agent_options=p.agent_options(),
-        # The Refiner plays as it was trained; a best-of speaker labels and scores as the
-        # label and score stages do.
-        refiner_options=ctx.params.refiner_options(ctx.game),
+        # The Refiner plays as it runs everywhere; a best-of speaker labels and scores as
+        # the label and score stages do.
+        refiner=ctx.params.refiner_profile(ctx.game),
         best_of_options=ctx.params.best_of_options(ctx.game),
         options=p.options,
         batch_games=p.batch_games,

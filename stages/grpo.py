@@ -150,11 +150,12 @@ def train_game(
     by_id = {r["instance_id"]: (r, v) for r, v in zip(rows, views, strict=True)}
     # one style (output format, stop, token limit) for every game: the joint Refiner's
     # games share it (params' load checks)
-    prompting = ctx.params.refiner_sampling(rows[0]["game"] if rows else ctx.game)
-    output_format = prompting.output_format
-    room = prompting.max_new_tokens  # a candidate's room in the Measurer's window
+    profiles = {g: ctx.params.refiner_profile(g) for g in dict.fromkeys(r["game"] for r in rows)}
+    profile = profiles.get(rows[0]["game"]) if rows else ctx.params.refiner_profile(ctx.game)
+    output_format = profile.style.output_format
+    room = profile.token_limit  # a candidate's room in the Measurer's window
     prompts = [
-        refiner_prompt(ctx.llm("refiner"), v, ctx.params.refiner_sampling(r["game"]))
+        refiner_prompt(ctx.llm("refiner"), v, profiles[r["game"]])
         for r, v in zip(rows, views, strict=True)
     ]
     # The prompts are built: the Refiner base goes too, unless it is the Measurer's copy
@@ -200,15 +201,15 @@ def train_game(
             records.extend(prompt_reward_records(step, instance_id, rewards))
         return rewards
 
-    settings = ctx.section.model_copy(update={"max_completion_length": prompting.max_new_tokens})
     result = train_refiner(
         refiner_cfg.model,
         prompts,
         {"instance_id": [r["instance_id"] for r in rows]},
         reward_fn,
-        settings,
+        ctx.section,
         adapter_dir,
-        stop=prompting.style.stop,
+        completion_limit=room,
+        stop=profile.style.stop,
         desc=f"grpo@{ctx.game} steps" + (f", {variant} reward" if variant else ""),
     )
     from accelerate.utils import gather_object
@@ -222,7 +223,7 @@ def train_game(
             "generation_s": result.generation_s,
             "reward_s": result.reward_s,
             "prompts": len(prompts),
-            "completions_per_step": settings.completions_per_step,
+            "completions_per_step": ctx.section.completions_per_step,
             PROMPT_REWARDS: prompt_reward_log(records),
         }
         (Path(result.adapter_dir) / TRAIN_HISTORY).write_text(json.dumps(summary, indent=1))

@@ -25,7 +25,9 @@ def plan(ctx) -> list[dict]:
 def work(ctx, item) -> dict:
     rows, views = ctx.instances("intents", item["ids"])
     seeds = [seed_of(r["instance_id"]) for r in rows]
-    samples = sample_candidates(ctx.llm("refiner"), views, ctx.section, seeds)
+    samples = sample_candidates(
+        ctx.llm("refiner"), views, ctx.params.refiner_profile(ctx.game), ctx.section.n, seeds
+    )
     out = []
     for row, cands in zip(rows, samples, strict=True):
         base = row["base_utterance"]

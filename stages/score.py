@@ -28,7 +28,7 @@ def work(ctx, item) -> list[dict]:
     settings = ctx.section
     llm = ctx.measurer()
     members = ensemble_names(llm)
-    room = ctx.params.refiner_sampling(ctx.game).max_new_tokens  # a candidate's room
+    room = ctx.params.refiner_profile(ctx.game).token_limit  # a candidate's room
     out = []
     for row, view in zip(rows, views, strict=True):
         mine = cands.filter(pl.col("instance_id") == row["instance_id"]).sort("candidate_index")

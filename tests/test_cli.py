@@ -187,7 +187,7 @@ def test_play_wraps_seats_in_the_refiner_and_the_viewer_shows_them(
     # the best-of speaker's Measurer from params
     params = load_params(ROOT / "params.yaml")
     assert pretend_models == [
-        params.refiner_model("werewolf", folder if adapter else None).model_copy(
+        params.refiner_profile("werewolf", folder if adapter else None).model.model_copy(
             update={"cache": "off"}
         ),
         params.models.measurer.model_copy(update={"cache": "off"}),

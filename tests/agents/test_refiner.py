@@ -9,10 +9,10 @@ import pytest
 
 from stackelberg.agents.prompts import rules_text
 from stackelberg.agents.refiner import (
+    RefinerProfile,
     RefinerStyle,
     ended_before_limit,
     parse_refiner_output,
-    refiner_request,
     refiner_spec,
 )
 from stackelberg.games import make_game
@@ -106,12 +106,18 @@ def test_release_options_carry_the_rules_and_the_two_line_format(game):
     assert "at most 7 words" in words.question and "the next speaker" in words.system
 
 
-def test_style_decides_stop_and_limit_of_every_request():
+def test_the_profile_decides_stop_limit_and_sampling_of_every_request():
     speech, analysis = RefinerStyle(max_new_tokens=40), RefinerStyle(output_format="analysis")
     assert speech.stop == ("\n",) and analysis.stop == ()
-    r = refiner_request([{"role": "user", "content": "x"}], speech, 3, 0.7, 0.9, 11)
+    profile = RefinerProfile(speech, 256, 0.6, 0.8)
+    r = profile.request([{"role": "user", "content": "x"}], 3, 11)
     assert (r.n, r.max_new_tokens, r.stop, r.seed) == (3, 40, ("\n",), 11)
-    assert refiner_request([], analysis, 1, 0.7, 0.9, 0).stop == ()
+    assert (r.temperature, r.top_p) == (0.6, 0.8)
+    assert RefinerProfile(analysis, 256, 0.6, 0.8).request([], 1, 0).stop == ()
+    # a request's own limit and sampling (serve), the rest kept
+    own = profile.overridden(token_limit=12, top_p=0.5)
+    assert (own.token_limit, own.temperature, own.top_p) == (12, 0.6, 0.5)
+    assert own.style.stop == speech.stop and profile.token_limit == 40
     with pytest.raises(ValueError, match="output_format"):
         RefinerStyle(output_format="json")
 

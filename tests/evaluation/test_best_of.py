@@ -7,7 +7,7 @@ import pytest
 from record_checks import check_record
 
 from stackelberg.agents.base import Agent
-from stackelberg.agents.refiner import RefinerStyle
+from stackelberg.agents.refiner import RefinerProfile, RefinerStyle
 from stackelberg.agents.runner import play_game
 from stackelberg.agents.scripted import scripted_agent
 from stackelberg.evaluation.metrics import default_pairs, game_metrics, mlflow_metrics
@@ -144,12 +144,7 @@ def test_each_speech_is_the_measurers_best_of_n_samples_asked_in_one_request(fak
         camps=["werewolf"],
         llm_routes=llm_routes,
         agent_options={"speech_tokens": 8},
-        refiner_options={
-            "style": style,
-            "temperature": 0.5,
-            "top_p": 0.8,
-            "max_prompt_tokens": 600,
-        },
+        refiner=RefinerProfile(style, 600, 0.5, 0.8),
         best_of_options={"label": LabelSettings(k=2)},
         keep_games=True,
     )
@@ -308,7 +303,7 @@ def test_real_model_plays_a_best_of_onuw_game(local_llm):
         options={"discussion_rounds": 1},
         llm_routes={"default": local_llm, REFINER_BASE_ROUTE: local_llm, MEASURER_ROUTE: local_llm},
         agent_options={"speech_tokens": 8, "max_prompt_tokens": 640},
-        refiner_options={"style": RefinerStyle(max_new_tokens=12), "max_prompt_tokens": 640},
+        refiner=RefinerProfile(RefinerStyle(max_new_tokens=12), 640, 0.7, 0.9),
         best_of_options={"label": LabelSettings(scheme="scripted")},
     )
     [record] = records
@@ -334,7 +329,7 @@ def test_the_evaluate_stage_plays_best_of_with_the_untrained_refiner_and_the_mea
         lambda self, *roles, also=(): released.append((roles, also)),
     )
     monkeypatch.setattr(evaluate, "play_routes", lambda *args, **kwargs: kwargs)
-    untrained = evaluate.refiner_config(ctx, trained=False)
+    untrained = evaluate.refiner_profile(ctx, trained=False).model
     given = evaluate.tournament_routes(ctx)
     assert given["untrained_refiner"] == untrained and given["measurer"] == params.models.measurer
     [(roles, also)] = released

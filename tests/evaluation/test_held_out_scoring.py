@@ -19,19 +19,23 @@ from stackelberg.persuasion.candidates import Candidate, SampleSettings
 def test_each_refiner_samples_on_the_same_seeds_and_the_pool_serves_best_of(monkeypatch):
     calls = []
 
-    def sample_candidates(llm, views, settings, seeds):
-        calls.append((llm, settings.n, list(seeds)))
+    def sample_candidates(llm, views, profile, n, seeds):
+        calls.append((llm, n, list(seeds)))
         # every Refiner's candidates parse but the untrained one's beyond the first two
         return [
             [
                 Candidate(f"{llm} {j}", f"{llm} {j}", j < 2 or llm != "untrained", True)
-                for j in range(settings.n)
+                for j in range(n)
             ]
             for _ in views
         ]
 
     monkeypatch.setattr(held_out_scoring, "sample_candidates", sample_candidates)
-    refiners = {"pool": "untrained", "after": "trained", "pos_only": "variant"}
+    settings = SampleSettings(max_new_tokens=24)
+    refiners = {
+        name: settings.profile(model)
+        for name, model in [("pool", "untrained"), ("after", "trained"), ("pos_only", "variant")]
+    }
     rows = [{"instance_id": "werewolf-1-5"}, {"instance_id": "werewolf-1-9"}]
     sampled = sample_held_out(
         lambda config: config,
@@ -39,7 +43,7 @@ def test_each_refiner_samples_on_the_same_seeds_and_the_pool_serves_best_of(monk
         ["pos_only"],
         rows,
         ["view 1", "view 2"],
-        SampleSettings(n=2, max_new_tokens=24),
+        2,
         [1, 3],
         [7, 8],
     )

@@ -124,8 +124,10 @@ def test_unmeasured_rates_are_none_not_nan():
 
 def test_one_definition_for_sampling_grpo_and_play():
     params = Params(sample={"max_new_tokens": 40, "output_format": "analysis", "rules": True})
-    trained = params.refiner_sampling("avalon")
-    assert trained == params.sample
-    assert trained.style.max_new_tokens == 40 and trained.style.stop == ()
-    override = Params(grpo={"max_completion_length": 24})
-    assert override.refiner_sampling("onuw").max_new_tokens == 24
+    profile = params.refiner_profile("avalon")
+    assert profile.style == params.sample.style
+    assert profile.token_limit == 40 and profile.style.stop == ()
+    # a game's override of the sample section is that game's Refiner's, and only its
+    override = Params(game_overrides={"onuw": {"sample": {"max_new_tokens": 24}}})
+    assert override.refiner_profile("onuw").token_limit == 24
+    assert override.refiner_profile("avalon").token_limit == override.sample.max_new_tokens

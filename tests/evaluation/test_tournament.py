@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stackelberg.agents.refiner import RefinerStyle
+from stackelberg.agents.refiner import RefinerProfile, RefinerStyle
 from stackelberg.evaluation.tournament import (
     build_agent,
     camp_seats,
@@ -139,7 +139,7 @@ def test_real_model_plays_a_paired_onuw_game(local_llm):
         options={"discussion_rounds": 1},
         llm_routes={"default": local_llm, "refiner": local_llm},
         agent_options={"speech_tokens": 8, "max_prompt_tokens": 640},
-        refiner_options={"style": RefinerStyle(max_new_tokens=12), "max_prompt_tokens": 640},
+        refiner=RefinerProfile(RefinerStyle(max_new_tokens=12), 640, 0.7, 0.9),
     )
     assert [r["condition"] for r in records] == ["direct", "refiner+direct"]
     assert records[0]["players"][0]["role"] == records[1]["players"][0]["role"]

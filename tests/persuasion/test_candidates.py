@@ -58,7 +58,7 @@ ANSWERS = [
 def test_candidates_carry_parsed_and_ended(views):
     llm = Scripted(ANSWERS)
     settings = SampleSettings(n=4, max_new_tokens=8)
-    out = sample_candidates(llm, views, settings, [1, 2])
+    out = sample_candidates(llm, views, settings.profile(), 4, [1, 2])
     assert len(out) == 2 and all(len(c) == 4 for c in out)
     first = out[0]
     assert [c.parsed for c in first] == [True, False, True, False]
@@ -75,7 +75,7 @@ def test_candidates_carry_parsed_and_ended(views):
 def test_the_style_reaches_every_request(views):
     llm = Scripted(ANSWERS)
     settings = SampleSettings(n=2, max_new_tokens=30, rules=True, speech_words=9)
-    sample_candidates(llm, views, settings, [5, 6])
+    sample_candidates(llm, views, settings.profile(), 2, [5, 6])
     assert [(r.n, r.max_new_tokens, r.stop, r.seed) for r in llm.requests] == [
         (2, 30, ("\n",), 5),
         (2, 30, ("\n",), 6),
@@ -88,7 +88,7 @@ def test_the_style_reaches_every_request(views):
 def test_the_analysis_format_needs_its_response_line(views):
     llm = Scripted(["Analysis: calm them.\nResponse: Approve my team.", "Approve my team."])
     settings = SampleSettings(n=2, output_format="analysis", max_new_tokens=64)
-    [cands, _] = sample_candidates(llm, views, settings, [1, 2])
+    [cands, _] = sample_candidates(llm, views, settings.profile(), 2, [1, 2])
     assert [(c.utterance, c.parsed) for c in cands] == [
         ("Approve my team.", True),
         ("Approve my team.", False),
@@ -99,6 +99,6 @@ def test_the_analysis_format_needs_its_response_line(views):
 
 def test_prompt_fits_the_budget_with_the_completion(views):
     llm = Scripted([])
-    small = refiner_prompt(llm, views[1], SampleSettings(max_prompt_tokens=128))
-    large = refiner_prompt(llm, views[1], SampleSettings(max_prompt_tokens=2048))
+    small = refiner_prompt(llm, views[1], SampleSettings(max_prompt_tokens=128).profile())
+    large = refiner_prompt(llm, views[1], SampleSettings(max_prompt_tokens=2048).profile())
     assert len(json.dumps(small)) < len(json.dumps(large))

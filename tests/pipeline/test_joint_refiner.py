@@ -89,7 +89,7 @@ def test_the_joint_refiner_trains_on_every_games_instances_with_its_game_named(
     handed = {}
 
     def train_refiner(base, prompts, columns, reward_fn, settings, adapter_dir, **kwargs):
-        handed.update(prompts=prompts, ids=columns["instance_id"], settings=settings)
+        handed.update(prompts=prompts, ids=columns["instance_id"], settings=settings, **kwargs)
         raise Handed
 
     monkeypatch.setattr(grpo, "train_refiner", train_refiner)
@@ -111,7 +111,7 @@ def test_the_joint_refiner_trains_on_every_games_instances_with_its_game_named(
         game = iid.rsplit("-", 2)[0]
         assert f"You play {game_spec(game).title}." in prompt[0]["content"]
     # the shared grpo section, the one completion limit of every joint game
-    assert handed["settings"].max_completion_length == in_project.sample.max_new_tokens
+    assert handed["completion_limit"] == in_project.refiner_profile(None).token_limit
 
 
 def test_without_joint_games_the_stage_leaves_a_folder_naming_none(in_project):

@@ -46,7 +46,6 @@ SHRINK = {
     "grpo.launch": "none",
     "grpo.num_processes": 1,
     "grpo.num_generations": 2,
-    "grpo.max_completion_length": 16,
     "grpo.prompts_per_step": 1,
     "grpo.epochs": 1.0,
     "grpo.lora_r": 4,

@@ -14,7 +14,6 @@ import openai
 import pytest
 
 from serving.conftest import FAILS, WAIT_S, PretendModel, refine_message, serving
-from stackelberg.agents.refiner import refiner_prompt_messages
 from stackelberg.games import make_game
 from stackelberg.params import Params
 
@@ -50,25 +49,23 @@ def test_a_refine_request_gets_the_refiners_rewrite_of_its_trained_prompt(preten
     }
     assert answer.usage.completion_tokens == 8 and answer.usage.prompt_tokens > 0
     # the very prompt play and training give that speech: the first deal from seed 3 on that
-    # makes Player 2 the seer, the game's trained style and budget, GRPO's sampling
+    # makes Player 2 the seer, the game's trained style and budget, its profile's sampling
     [request] = pretend.requests
     game = make_game("werewolf")
     seed = next(s for s in range(3, 300) if game.reset(s).players[1].role == "seer")
     params = Params()
-    sampling = params.refiner_sampling("werewolf")
-    expected = refiner_prompt_messages(
+    profile = params.refiner_profile("werewolf")
+    expected = profile.messages(
         pretend,
         game.reset(seed),
         1,
         2,
         "I saw Player 4 at night.",
         ["Day 1: Player 1 says: hello."],
-        sampling.style,
-        sampling.max_prompt_tokens,
     )
     assert request.prompt == expected and "Your secret role: seer" in expected[0]["content"]
-    assert (request.temperature, request.top_p) == (params.grpo.temperature, params.grpo.top_p)
-    assert (request.max_new_tokens, request.stop) == (sampling.max_new_tokens, ("\n",))
+    assert (request.temperature, request.top_p) == (profile.temperature, profile.top_p)
+    assert (request.max_new_tokens, request.stop) == (profile.token_limit, ("\n",))
 
 
 def test_sampling_fields_reach_the_model_and_n_gives_n_choices(pretend):

@@ -35,7 +35,9 @@ PROMPTS = [
     ],
 ]
 # float32: the run's numbers are compared exactly (test_bf16_* trains in bfloat16)
-TINY = GRPOSettings(num_generations=2, max_completion_length=8, precision="float32")
+TINY = GRPOSettings(num_generations=2, precision="float32")
+#: the completion limit of the tiny runs (the pipeline: the Refiner profile's token limit)
+LIMIT = 8
 
 
 def longer_is_better(completions: list[str], instance_id: list[str]) -> list[float]:
@@ -73,6 +75,7 @@ def run(embedded_base, tmp_path_factory):
         longer_is_better,
         TINY,
         out,
+        completion_limit=LIMIT,
         on_step=lambda step, metrics: calls.append((step, metrics)),
     )
     return result, calls
@@ -104,11 +107,10 @@ def test_the_config_takes_every_setting_over_trls_defaults(tmp_path):
         scale_rewards="batch",
         temperature=0.5,
         top_p=0.8,
-        max_completion_length=20,
         seed=7,
         precision="float32",
     )
-    cfg = grpo_config(s, tmp_path, cuda=False)
+    cfg = grpo_config(s, tmp_path, cuda=False, completion_limit=20)
     assert (cfg.beta, cfg.epsilon, cfg.loss_type, cfg.scale_rewards) == (
         0.01,
         0.3,
@@ -126,7 +128,7 @@ def test_the_config_takes_every_setting_over_trls_defaults(tmp_path):
     # the defaults too reach TRL where its own defaults differ (TRL: another algorithm)
     theirs = {f.name: f.default for f in dataclasses.fields(GRPOConfig)}
     ours, differ = GRPOSettings(precision="float32"), 0
-    cfg = grpo_config(ours, tmp_path, cuda=False)
+    cfg = grpo_config(ours, tmp_path, cuda=False, completion_limit=LIMIT)
     for name in ("beta", "loss_type", "temperature", "top_p"):
         differ += theirs[name] != getattr(ours, name)
         assert getattr(cfg, name) == getattr(ours, name), name
@@ -135,7 +137,7 @@ def test_the_config_takes_every_setting_over_trls_defaults(tmp_path):
 
 def test_micro_batch_trains_one_step_in_passes_over_one_generation_batch(tmp_path):
     s = GRPOSettings(num_generations=4, prompts_per_step=2, micro_batch=2)
-    cfg = grpo_config(s, tmp_path, cuda=False)
+    cfg = grpo_config(s, tmp_path, cuda=False, completion_limit=LIMIT)
     assert cfg.generation_batch_size == 8 and cfg.per_device_train_batch_size == 2
     assert cfg.gradient_accumulation_steps == cfg.steps_per_generation == 4
     with pytest.raises(ValidationError, match="micro_batch 3 must divide"):
@@ -187,6 +189,7 @@ def test_bad_inputs_fail_before_loading(unloadable_base, tmp_path, change, error
         "reward_fn": longer_is_better,
         "settings": TINY,
         "output_dir": tmp_path / "adapter",
+        "completion_limit": LIMIT,
     } | change
     with pytest.raises(error, match=match):
         train_refiner(**kwargs)
@@ -200,7 +203,9 @@ def test_bad_settings_and_output_dir(unloadable_base, tmp_path):
         GRPOSettings(loss_type="ppo")
     (tmp_path / "data.csv").write_text("keep me")
     with pytest.raises(ValueError, match="not a PEFT adapter folder"):
-        train_refiner(unloadable_base, PROMPTS, {}, longer_is_better, TINY, tmp_path)
+        train_refiner(
+            unloadable_base, PROMPTS, {}, longer_is_better, TINY, tmp_path, completion_limit=LIMIT
+        )
     assert (tmp_path / "data.csv").exists()
 
 
@@ -283,6 +288,7 @@ def test_bf16_trains_the_lora_in_float32_on_a_frozen_bf16_base(embedded_base, tm
         longer_is_better,
         settings,
         tmp_path / "adapter",
+        completion_limit=LIMIT,
     )
     assert result.steps == 2 and all(math.isfinite(h["loss"]) for h in result.history)
     fresh = AutoModelForCausalLM.from_pretrained(embedded_base, dtype=torch.bfloat16)
@@ -308,9 +314,17 @@ def test_bf16_trains_the_lora_in_float32_on_a_frozen_bf16_base(embedded_base, tm
 @pytest.mark.slow
 def test_wrong_reward_count_fails_and_leaves_nothing(embedded_base, tmp_path):
     out = tmp_path / "adapter"
-    one_short = GRPOSettings(num_generations=2, max_completion_length=2)
+    one_short = GRPOSettings(num_generations=2)
     with pytest.raises(ValueError, match="returned 1 values for 2 completions"):
-        train_refiner(embedded_base, PROMPTS[:1], {}, lambda completions: [0.0], one_short, out)
+        train_refiner(
+            embedded_base,
+            PROMPTS[:1],
+            {},
+            lambda completions: [0.0],
+            one_short,
+            out,
+            completion_limit=2,
+        )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -384,11 +398,11 @@ def test_each_optimizer_step_calls_the_reward_once_with_its_number(embedded_base
         steps.append(step)
         return [float(len(c)) for c in completions]
 
-    settings = GRPOSettings(
-        num_generations=2, max_completion_length=8, precision="float32", micro_batch=1
-    )
+    settings = GRPOSettings(num_generations=2, precision="float32", micro_batch=1)
     columns = {"instance_id": ["w-1", "a-7"]}
-    result = train_refiner(embedded_base, PROMPTS, columns, reward, settings, tmp_path / "a")
+    result = train_refiner(
+        embedded_base, PROMPTS, columns, reward, settings, tmp_path / "a", completion_limit=LIMIT
+    )
     assert steps == [h["step"] for h in result.history] == [1, 2]
 
 
@@ -406,18 +420,13 @@ def test_stop_strings_become_every_token_that_holds_them():
     assert stop_token_ids(Vocab(), ()) == [] == stop_token_ids(Vocab(), ("",))
 
 
-def test_the_completion_limit_defaults_to_the_refiners_and_no_stop_on_cpu(tmp_path):
-    from stackelberg.agents.refiner import RefinerStyle
-
-    # unset, a completion has the Refiner's room in play; the pipeline's null is the sample's
-    limit = GRPOSettings(max_completion_length=None).completion_limit
-    assert limit == RefinerStyle().max_new_tokens
-    sampled = Params(sample={"max_new_tokens": limit + 5}, grpo={"max_completion_length": None})
-    assert sampled.refiner_sampling("werewolf").max_new_tokens == limit + 5
-    capped = Params(sample={"max_new_tokens": limit + 5}, grpo={"max_completion_length": 9})
-    assert capped.refiner_sampling("werewolf").max_new_tokens == 9
-    s = GRPOSettings(num_generations=2, max_completion_length=32)
-    cfg = grpo_config(s, tmp_path, cuda=False, stop_ids=[198])
+def test_the_refiner_has_one_token_limit_and_no_stop_on_cpu(tmp_path):
+    # GRPO's limit is the Refiner profile's: the grpo section's own key is refused, naming it
+    with pytest.raises(ValidationError, match="max_completion_length .*sample.max_new_tokens"):
+        Params(grpo={"max_completion_length": 9})
+    assert Params(sample={"max_new_tokens": 45}).refiner_profile("werewolf").token_limit == 45
+    s = GRPOSettings(num_generations=2)
+    cfg = grpo_config(s, tmp_path, cuda=False, completion_limit=32, stop_ids=[198])
     assert cfg.max_completion_length == 32
     assert cfg.generation_kwargs is None  # transformers: the trainer adds them to its EOS ids
 
@@ -447,7 +456,7 @@ def test_a_stop_ends_completions_like_end_of_sequence(embedded_base, tmp_path, g
         log_metric(PARSE_RATE, 1.0)
         return [float(len(c)) for c in completions]
 
-    settings = GRPOSettings(num_generations=2, max_completion_length=16, generation=generation)
+    settings = GRPOSettings(num_generations=2, generation=generation)
     result = train_refiner(
         embedded_base,
         PROMPTS,
@@ -455,6 +464,7 @@ def test_a_stop_ends_completions_like_end_of_sequence(embedded_base, tmp_path, g
         reward,
         settings,
         tmp_path / "a",
+        completion_limit=16,
         stop=(" ",),
     )
     assert [h[CLIPPED_RATIO] for h in result.history] == [0.0, 0.0]

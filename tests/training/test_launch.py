@@ -139,7 +139,7 @@ def test_each_process_takes_its_share_of_the_step(tmp_path):
         launch="accelerate", num_processes=2, prompts_per_step=4, num_generations=2, micro_batch=2
     )
     assert (s.completions_per_step, s.completions_per_process, s.micro_steps) == (8, 4, 2)
-    cfg = grpo_config(s, tmp_path, cuda=False)
+    cfg = grpo_config(s, tmp_path, cuda=False, completion_limit=8)
     assert cfg.per_device_train_batch_size == 2
     assert cfg.gradient_accumulation_steps == cfg.steps_per_generation == 2
     # in 2 processes, TRL's generation batch is per_device x processes x steps = the step
@@ -147,12 +147,12 @@ def test_each_process_takes_its_share_of_the_step(tmp_path):
 
 
 def test_bf16_trains_in_mixed_precision_with_bf16_weights(tmp_path):
-    args = grpo_config_args(GRPOSettings(), tmp_path, cuda=True, bf16=True)
+    args = grpo_config_args(GRPOSettings(), tmp_path, cuda=True, completion_limit=8, bf16=True)
     assert args["bf16"] and not args["use_cpu"] and not args["fp16"]
     assert args["model_init_kwargs"] == {"dtype": "bfloat16"}
-    cpu = grpo_config_args(GRPOSettings(), tmp_path, cuda=False, bf16=True)
+    cpu = grpo_config_args(GRPOSettings(), tmp_path, cuda=False, completion_limit=8, bf16=True)
     assert cpu["bf16"] and cpu["use_cpu"] and cpu["model_init_kwargs"] == {"dtype": "bfloat16"}
-    f32 = grpo_config_args(GRPOSettings(), tmp_path, cuda=False, bf16=False)
+    f32 = grpo_config_args(GRPOSettings(), tmp_path, cuda=False, completion_limit=8, bf16=False)
     assert not f32["bf16"] and f32["model_init_kwargs"] == {"dtype": "float32"}
 
 
@@ -172,15 +172,15 @@ def test_auto_precision_is_bf16_where_the_device_computes_it_natively(
     for cuda in (True, False):
         assert train_precision("float32", cuda) == "float32"
         assert train_precision("bfloat16", cuda) == "bfloat16"
-    args = grpo_config_args(GRPOSettings(), tmp_path, cuda=False)
+    args = grpo_config_args(GRPOSettings(), tmp_path, cuda=False, completion_limit=8)
     assert args["bf16"] == native and args["model_init_kwargs"] == {"dtype": expected}
-    pinned = grpo_config_args(GRPOSettings(precision="float32"), tmp_path, cuda=False)
+    pinned = grpo_config_args(GRPOSettings(precision="float32"), tmp_path, cuda=False, completion_limit=8)
     assert not pinned["bf16"]
 
 
 def test_vllm_server_mode_is_handed_to_trl(tmp_path):
     s = GRPOSettings(use_vllm=True, vllm_server_base_url="http://gpu1:8000", vllm_server_timeout=60)
-    cfg = grpo_config(s, tmp_path, cuda=False, stop_ids=[198])
+    cfg = grpo_config(s, tmp_path, cuda=False, completion_limit=8, stop_ids=[198])
     assert cfg.use_vllm and cfg.vllm_mode == "server"
     assert (cfg.vllm_server_base_url, cfg.vllm_server_timeout) == ("http://gpu1:8000", 60)
     assert cfg.generation_kwargs == {"stop_token_ids": [198]}
@@ -197,7 +197,7 @@ def test_vllm_colocate_mode_is_handed_to_trl(tmp_path):
         prompts_per_step=4,
         num_generations=2,
     )
-    cfg = grpo_config(s, tmp_path, cuda=False)
+    cfg = grpo_config(s, tmp_path, cuda=False, completion_limit=8)
     assert cfg.use_vllm and cfg.vllm_mode == "colocate"
     assert (cfg.vllm_gpu_memory_utilization, cfg.vllm_tensor_parallel_size) == (0.4, 2)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import types
 from collections.abc import Generator, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Literal, NamedTuple
 
 from pydantic import Field
@@ -28,7 +29,7 @@ from stackelberg.agents.prompting import (
 )
 from stackelberg.agents.runner import Routed, derived_rng
 from stackelberg.games.base import Decision, Game, player_name
-from stackelberg.llm import GenerateRequest, Message
+from stackelberg.llm import GenerateRequest, LLMConfig, Message
 from stackelberg.settings import Settings
 
 REFINER_ROUTE = "refiner"
@@ -121,44 +122,6 @@ def refiner_messages(
     return build_messages(refiner_spec(game, speaker, follower, base, style), lines)
 
 
-def refiner_prompt_messages(
-    llm: Any,
-    game: Game,
-    speaker: int,
-    follower: int | None,
-    base: str,
-    lines: Sequence[str],
-    style: RefinerStyle,
-    max_prompt_tokens: int,
-) -> list[Message]:
-    """The Refiner's prompt with as much recent history as fits ``max_prompt_tokens`` (and
-    the model's window) beside the style's completion."""
-    spec = refiner_spec(game, speaker, follower, base, style)
-    limit = min(max_prompt_tokens, llm.context_window)
-    messages, _ = fitted_messages(llm, spec, lines, style.max_new_tokens, limit)
-    return messages
-
-
-def refiner_request(
-    messages: list[Message],
-    style: RefinerStyle,
-    n: int,
-    temperature: float,
-    top_p: float,
-    seed: int,
-) -> GenerateRequest:
-    """The generation of ``n`` Refiner completions: the style's token limit and stop."""
-    return GenerateRequest(
-        messages,
-        n=n,
-        temperature=temperature,
-        top_p=top_p,
-        max_new_tokens=style.max_new_tokens,
-        stop=style.stop,
-        seed=seed,
-    )
-
-
 def parse_refiner_output(
     text: str, base: str, output_format: OutputFormat = "speech"
 ) -> tuple[str, bool]:
@@ -222,14 +185,80 @@ class Candidate(NamedTuple):
         return self.parsed and self.ended
 
 
-def read_completion(llm: Any, raw: str, base: str, style: RefinerStyle) -> Candidate:
-    """A Refiner completion as a candidate: parsed (``base``: the speech it rewrites) and
-    its tokens counted with ``llm``'s tokenizer."""
-    return Candidate(
-        raw,
-        *parse_refiner_output(raw, base, style.output_format),
-        ended_before_limit(llm, raw, style.max_new_tokens),
-    )
+@dataclass(frozen=True)
+class RefinerProfile:
+    """The Refiner as it runs, built once per game and Refiner from params
+    (``Params.refiner_profile``): how it is asked and where its completion ends (``style``,
+    which holds its one token limit), its prompt budget, how it samples, and the model that
+    runs it (checkpoint, dtype, adapter; None where a test hands in its own backend).
+    Candidate sampling, GRPO's prompts, the held-out reward, tournaments, best-of and
+    ``serve`` all read this one object, so that none of them asks or samples the Refiner
+    differently from the others. How many completions (n) and their seeds are each use's
+    own."""
+
+    style: RefinerStyle
+    max_prompt_tokens: int
+    temperature: float
+    top_p: float
+    model: LLMConfig | None = None
+
+    @property
+    def token_limit(self) -> int:
+        return self.style.max_new_tokens
+
+    def overridden(
+        self,
+        token_limit: int | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+    ) -> RefinerProfile:
+        """This profile with a request's own limit or sampling (``serve``); None keeps it."""
+        style = self.style
+        if token_limit is not None:
+            style = style.model_copy(update={"max_new_tokens": token_limit})
+        return replace(
+            self,
+            style=style,
+            temperature=self.temperature if temperature is None else temperature,
+            top_p=self.top_p if top_p is None else top_p,
+        )
+
+    def messages(
+        self,
+        llm: Any,
+        game: Game,
+        speaker: int,
+        follower: int | None,
+        base: str,
+        lines: Sequence[str],
+    ) -> list[Message]:
+        """The prompt for rewriting ``base``, with as much recent history (``lines``) as fits
+        the prompt budget (and ``llm``'s window) beside the completion's room."""
+        spec = refiner_spec(game, speaker, follower, base, self.style)
+        limit = min(self.max_prompt_tokens, llm.context_window)
+        messages, _ = fitted_messages(llm, spec, lines, self.token_limit, limit)
+        return messages
+
+    def request(self, messages: list[Message], n: int, seed: int) -> GenerateRequest:
+        """The generation of ``n`` completions: the token limit, stop and sampling."""
+        return GenerateRequest(
+            messages,
+            n=n,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            max_new_tokens=self.token_limit,
+            stop=self.style.stop,
+            seed=seed,
+        )
+
+    def read(self, llm: Any, raw: str, base: str) -> Candidate:
+        """A completion as a candidate: parsed (``base``: the speech it rewrites) and its
+        tokens counted with ``llm``'s tokenizer."""
+        return Candidate(
+            raw,
+            *parse_refiner_output(raw, base, self.style.output_format),
+            ended_before_limit(llm, raw, self.token_limit),
+        )
 
 
 class RefinerAgent(Agent):
@@ -244,22 +273,11 @@ class RefinerAgent(Agent):
     #: the Refiner's completions per speech
     samples = 1
 
-    def __init__(
-        self,
-        inner: Agent,
-        count_llm: Any,
-        max_prompt_tokens: int = 1024,
-        style: RefinerStyle | None = None,
-        temperature: float = 0.7,
-        top_p: float = 0.9,
-    ) -> None:
+    def __init__(self, inner: Agent, count_llm: Any, profile: RefinerProfile) -> None:
         self.inner = inner
         self.kind = f"refiner+{inner.kind}"
         self.count_llm = count_llm
-        self.max_prompt_tokens = max_prompt_tokens
-        self.style = style or RefinerStyle()
-        self.temperature = temperature
-        self.top_p = top_p
+        self.profile = profile
         self.refined = 0
         self.parsed = 0
         self.ended = 0  # completions that ended before the token limit
@@ -303,26 +321,13 @@ class RefinerAgent(Agent):
         if isinstance(action, types.GeneratorType):
             action = yield from action
         self.lines += history_lines(self.game, self.player, self.new_events())
-        messages = refiner_prompt_messages(
-            self.count_llm,
-            self.game,
-            self.player,
-            follower,
-            action,
-            self.lines,
-            self.style,
-            self.max_prompt_tokens,
+        profile = self.profile
+        messages = profile.messages(
+            self.count_llm, self.game, self.player, follower, action, self.lines
         )
-        request = refiner_request(
-            messages,
-            self.style,
-            self.samples,
-            self.temperature,
-            self.top_p,
-            self.rng.randrange(2**31),
-        )
+        request = profile.request(messages, self.samples, self.rng.randrange(2**31))
         [texts] = yield [Routed(self.route, request)]
-        candidates = [read_completion(self.count_llm, t, action, self.style) for t in texts]
+        candidates = [profile.read(self.count_llm, t, action) for t in texts]
         said = candidates[self.choose(follower, action, candidates)]
         self.base_utterance = action
         self.refined += 1

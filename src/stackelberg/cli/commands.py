@@ -140,7 +140,7 @@ def refiner_setup(played: Sequence[str], args: argparse.Namespace) -> RefinerSet
     """The Refiner of the ``refiner+X`` and ``bestN+X`` seats among the kinds ``played``:
     ``--refiner`` (a trained adapter folder, or ``base``, the untrained Refiner), loaded and
     asked as the evaluate stage plays it under ``--params`` (``routes.tournament_routes``,
-    ``Params.refiner_model``, ``Params.refiner_options``); a best-of speaker samples it and
+    ``Params.refiner_profile``); a best-of speaker samples it and
     scores with params' Measurer. Refused in one line before any model loads: a wrapped
     seat without ``--refiner``, a folder that holds no adapter, a params file that does
     not load. Nothing without a wrapped seat."""
@@ -164,7 +164,8 @@ def refiner_setup(played: Sequence[str], args: argparse.Namespace) -> RefinerSet
         params = read_params(args.params)
     except ServeError as err:
         raise UsageError(str(err)) from None
-    refiner = params.refiner_model(args.game, adapter)
+    profile = params.refiner_profile(args.game, adapter)
+    refiner = profile.model
     loaded: dict[str, Any] = {}
 
     def load(config: Any) -> Any:  # one backend per model config (Refiner and best-of alike)
@@ -188,7 +189,7 @@ def refiner_setup(played: Sequence[str], args: argparse.Namespace) -> RefinerSet
         )
 
     options = {
-        "refiner_options": params.refiner_options(args.game),
+        "refiner": profile,
         "best_of_options": params.best_of_options(args.game),
     }
     return RefinerSetup(routes, options)

@@ -50,27 +50,25 @@ def sample_held_out(
     variants: Sequence[str],
     rows: Sequence[Mapping[str, Any]],
     views: Sequence[Any],
-    sampling: Any,
+    n: int,
     best_of: Sequence[int],
     seeds: Sequence[int],
 ) -> dict[str, Any]:
     """The held-out instances (``rows``, their ``views``) and each Refiner's candidates for
     them: ``refiners`` maps ``UNTRAINED``, ``TRAINED`` and each name of ``variants`` (the
-    Refiners trained on other reward variants, kept under ``variants``) to its config, loaded
-    with ``load`` in that order. Each samples ``sampling.n`` candidates (``sampling``: the
-    trained Refiner's prompting and stop), the untrained one max(n, ``best_of``). Also the
-    output rates of the "before" and "after" candidates."""
-    n = sampling.n
-    pool = sampling.model_copy(update={"n": max([n, *best_of])})
+    Refiners trained on other reward variants, kept under ``variants``) to its profile, its
+    model loaded with ``load`` in that order. Each samples ``n`` candidates as it runs, the
+    untrained one max(n, ``best_of``). Also the output rates of the "before" and "after"
+    candidates."""
     out: dict[str, Any] = {
         "rows": rows,
         "views": views,
-        "room": sampling.max_new_tokens,
+        "room": refiners[TRAINED].token_limit,
         "variants": {},
     }
-    for name, config in refiners.items():
-        settings = pool if name == UNTRAINED else sampling
-        cands = sample_candidates(load(config), views, settings, seeds)
+    for name, profile in refiners.items():
+        count = max([n, *best_of]) if name == UNTRAINED else n
+        cands = sample_candidates(load(profile.model), views, profile, count, seeds)
         (out["variants"] if name in variants else out)[name] = cands
     out["before_outputs"] = output_rates([c for cands in out[UNTRAINED] for c in cands[:n]])
     out["after_outputs"] = output_rates([c for cands in out[TRAINED] for c in cands])

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from stackelberg.agents import LLM_AGENT_KINDS, Agent, llm_agent_class, make_agent
-from stackelberg.agents.refiner import REFINER_ROUTE, RefinerAgent
+from stackelberg.agents.refiner import REFINER_ROUTE, RefinerAgent, RefinerProfile
 from stackelberg.agents.runner import Table, play_tables
 from stackelberg.games import ConfigError, game_spec, make_game
 from stackelberg.persuasion.best_of import (
@@ -39,6 +39,7 @@ from stackelberg.persuasion.best_of import (
     REFINER_BASE_ROUTE,
     BestOfAgent,
 )
+from stackelberg.persuasion.candidates import SampleSettings
 from stackelberg.progress import progress
 
 REFINER_PREFIX = "refiner+"
@@ -135,13 +136,15 @@ def build_agent(
     game_name: str,
     llm_routes: Mapping[str, Any] | None = None,
     agent_options: Mapping[str, Any] | None = None,
-    refiner_options: Mapping[str, Any] | None = None,
+    refiner: RefinerProfile | None = None,
     route: str = "default",
     best_of_options: Mapping[str, Any] | None = None,
 ) -> Agent:
     """The agent of a condition; LLM kinds get ``agent_options`` (e.g. speech_tokens) and
-    the backend of ``route``; a Refiner, trained or not, ``refiner_options`` (its style and
-    sampling); a best-of speaker also ``best_of_options`` (``label`` and ``score``)."""
+    the backend of ``route``; a Refiner, trained or not, runs as ``refiner`` says (its
+    prompt, limit and sampling; the backend is the route's; None: the sample section's
+    defaults, where no params are at hand); a best-of speaker also gets ``best_of_options``
+    (``label`` and ``score``)."""
     parsed = parse_condition(condition)
     inner, refined, best_of = parsed.kind, parsed.refined, parsed.best_of
     routes = as_routes(llm_routes)
@@ -153,6 +156,7 @@ def build_agent(
             if name in routes:
                 options[arg] = routes[name]
     agent = make_agent(inner, game_name, llm=routes.get(route), **options)
+    refiner = refiner or SampleSettings().profile()
     if best_of:
         missing = [r for r in (REFINER_BASE_ROUTE, MEASURER_ROUTE) if r not in routes]
         if missing:
@@ -165,8 +169,8 @@ def build_agent(
             best_of,
             routes[REFINER_BASE_ROUTE],
             routes[MEASURER_ROUTE],
+            refiner,
             **dict(best_of_options or {}),
-            **dict(refiner_options or {}),
         )
     if not refined:
         return agent
@@ -175,9 +179,9 @@ def build_agent(
         raise ConfigError(
             f"condition {condition!r} needs a Refiner backend: llm_routes[{route_name!r}]"
         )
-    refiner = RefinerAgent(agent, routes[route_name], **dict(refiner_options or {}))
-    refiner.route = route_name  # its requests go to that Refiner
-    return refiner
+    wrapped = RefinerAgent(agent, routes[route_name], refiner)
+    wrapped.route = route_name  # its requests go to that Refiner
+    return wrapped
 
 
 def _summary(table: Table, condition: str, camp: str, opponent: str, seats: list[int]) -> Record:
@@ -256,7 +260,7 @@ def play_matrix(
     opponent: str = "direct",
     llm_routes: Any = None,
     agent_options: Mapping[str, Any] | None = None,
-    refiner_options: Mapping[str, Any] | None = None,
+    refiner: RefinerProfile | None = None,
     options: Mapping[str, Any] | None = None,
     batch_games: int = 32,
     route_of_seed: Callable[[int], str | None] | None = None,
@@ -270,7 +274,7 @@ def play_matrix(
     Returns one record per game played (see ``_summary``; with ``keep_games`` the full game
     record is under ``"game_record"``). ``llm_routes``: one backend or {"default": backend,
     "refiner": backend, ...} (``bestN+X``: also "refiner_base" and "measurer"); None for
-    agents without an LLM; ``refiner_options`` and ``best_of_options``: ``build_agent``'s. ``route_of_seed``: the route of
+    agents without an LLM; ``refiner`` and ``best_of_options``: ``build_agent``'s. ``route_of_seed``: the route of
     the LLM players' backend on a seed's tables (a model drawn per game); default "default".
     ``part``: the games of ``matrix_games``' list to play (all by default); every game is
     seeded by its own seed, so the parts of a matrix, played apart, give its records.
@@ -290,7 +294,7 @@ def play_matrix(
     for condition in (*conditions, opponent):  # fail on bad names before any game is played
         for r in {route(seed) for seed in seeds} or {DEFAULT_ROUTE}:
             build_agent(
-                condition, game_name, routes, agent_options, refiner_options, r, best_of_options
+                condition, game_name, routes, agent_options, refiner, r, best_of_options
             )
     jobs = matrix_games(game_name, conditions, seeds, camps, options)[part]
 
@@ -303,7 +307,7 @@ def play_matrix(
                 game_name,
                 routes,
                 agent_options,
-                refiner_options,
+                refiner,
                 route(seed),
                 best_of_options,
             )

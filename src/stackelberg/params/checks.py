@@ -5,7 +5,6 @@ from __future__ import annotations
 from stackelberg.llm.config import LLMConfig
 from stackelberg.params.models import ModelEntry, entry_models
 from stackelberg.params.schema import Params, ParamsError
-from stackelberg.persuasion.candidates import trained_sampling
 from stackelberg.persuasion.intents import VIEWS
 from stackelberg.persuasion.measurer import member_names
 from stackelberg.training.lspo import GAME as LSPO_GAME
@@ -130,16 +129,16 @@ def check_refiners_beside(params: Params) -> None:
                 f"game_overrides.{game}.grpo.joint: the joint Refiner is one for all games; "
                 "set grpo.joint"
             )
-    shared = trained_sampling(params.sample, params.grpo.max_completion_length)
+    shared = params.refiner_profile(None)
     for game in joint:
-        own = params.refiner_sampling(game)
+        own = params.refiner_profile(game)
         if (own.style, own.max_prompt_tokens) != (shared.style, shared.max_prompt_tokens) or (
             params.for_game("score", game) != params.score
         ):
             raise ParamsError(
                 f"grpo.joint: game_overrides.{game} changes the Refiner's prompt, completion "
                 "limit or reward (sample's rules, output_format, speech_words, max_new_tokens, "
-                "max_prompt_tokens; grpo.max_completion_length; score); the joint Refiner "
+                "max_prompt_tokens; score); the joint Refiner "
                 f"trains with the shared sections: set the value there or leave {game} out"
             )
     for game in params.games:

@@ -17,10 +17,11 @@ from pydantic import (
 )
 
 from stackelberg.agents.llm_agents import MAX_SPEECH_ATTEMPTS
+from stackelberg.agents.refiner import RefinerProfile
 from stackelberg.games import GAME_NAMES, GameName
 from stackelberg.llm.config import Dtype, LLMConfig
 from stackelberg.params.models import ModelsParams, WeightedLLMConfig
-from stackelberg.persuasion.candidates import SampleSettings, trained_sampling
+from stackelberg.persuasion.candidates import SampleSettings
 from stackelberg.persuasion.exact_follower import ExactFollowerConfig
 from stackelberg.persuasion.intents import LabelSettings
 from stackelberg.persuasion.measurer import MeasurerMember, ScoreSettings
@@ -269,40 +270,26 @@ class Params(Settings):
                     )
         return value
 
-    def refiner_sampling(self, game: str) -> SampleSettings:
-        """The Refiner as GRPO trains it and ``refiner+X`` plays it (``trained_sampling``)."""
-        limit = self.for_game("grpo", game).max_completion_length
-        return trained_sampling(self.for_game("sample", game), limit)
-
-    def refiner_options(self, game: str) -> dict[str, Any]:
-        """How ``refiner+X`` and ``bestN+X`` seats ask the Refiner (``build_agent``'s
-        ``refiner_options``): as it was trained, its prompt (and its budget, sample's, not
-        the players'), completion limit, stop and sampling; the evaluate stage's tournaments
-        and ``stackelberg play`` alike."""
-        refiner = self.refiner_sampling(game)
-        trained = self.for_game("grpo", game)
-        return {
-            "max_prompt_tokens": refiner.max_prompt_tokens,
-            "style": refiner.style,
-            "temperature": trained.temperature,
-            "top_p": trained.top_p,
-        }
-
-    def best_of_options(self, game: str) -> dict[str, Any]:
-        """How a ``bestN+X`` speaker labels and scores (``build_agent``'s
-        ``best_of_options``): as the label and score stages do."""
-        return {"label": self.for_game("label", game), "score": self.for_game("score", game)}
-
-    def refiner_model(self, game: str | None, adapter: str | Path | None = None) -> LLMConfig:
-        """The Refiner as tournaments play it (``evaluate.refiner_dtype``, the ``game``'s; None:
-        the shared section's), untrained or with a trained ``adapter`` beside its weights: the
-        one definition of the evaluate stage and of ``stackelberg serve``."""
+    def refiner_profile(
+        self, game: str | None, adapter: str | Path | None = None
+    ) -> RefinerProfile:
+        """The Refiner as it runs for ``game`` (None: the shared sections), untrained or with
+        a trained ``adapter`` beside its weights: the sample section's style, prompt budget,
+        token limit, temperature and top_p (``SampleSettings.profile``; GRPO's rollouts
+        sample at ``grpo.temperature`` and ``grpo.top_p``, its own), and
+        ``evaluate.refiner_dtype``, the dtype it plays in."""
+        sample = self.sample if game is None else self.for_game("sample", game)
         section = self.evaluate if game is None else self.for_game("evaluate", game)
         dtype = section.refiner_dtype
         update = ({"adapter": str(adapter)} if adapter is not None else {}) | (
             {"dtype": dtype} if dtype != "auto" else {}
         )
-        return self.models.refiner.model_copy(update=update)
+        return sample.profile(self.models.refiner.model_copy(update=update))
+
+    def best_of_options(self, game: str) -> dict[str, Any]:
+        """How a ``bestN+X`` speaker labels and scores (``build_agent``'s
+        ``best_of_options``): as the label and score stages do."""
+        return {"label": self.for_game("label", game), "score": self.for_game("score", game)}
 
     def for_game(self, section: str, game: str) -> Any:
         """A stage section with the game's overrides applied (and validated)."""

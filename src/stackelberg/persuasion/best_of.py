@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from stackelberg.agents.base import Agent
-from stackelberg.agents.refiner import RefinerAgent
+from stackelberg.agents.refiner import RefinerAgent, RefinerProfile
 from stackelberg.games.base import Game
 from stackelberg.persuasion.context import InstanceView
 from stackelberg.persuasion.intents import LabelSettings, scripted_labels
@@ -54,13 +54,13 @@ class BestOfAgent(RefinerAgent):
         samples: int,
         refiner: Any,
         measurer: Any,
+        profile: RefinerProfile,
         label: LabelSettings = LabelSettings(),  # noqa: B008 (frozen, so one shared default is safe)
         score: ScoreSettings = ScoreSettings(),  # noqa: B008
-        **refiner_options: Any,
     ) -> None:
         if samples < 1:
             raise ValueError(f"best of {samples}: at least one sample")
-        super().__init__(inner, refiner, **refiner_options)
+        super().__init__(inner, refiner, profile)
         self.kind = f"{BEST_OF_PREFIX}{samples}+{inner.kind}"
         self.samples = samples
         self.measurer = measurer
@@ -84,7 +84,7 @@ class BestOfAgent(RefinerAgent):
             return 0
         row = {"desired": labels.desired, "undesired": labels.undesired}
         measured = measure_completions(
-            self.measurer, row, view, candidates, self.score, self.style.max_new_tokens
+            self.measurer, row, view, candidates, self.score, self.profile.token_limit
         )
         self.measured += 1
         return best_index([part.reward for part in measured.parts])

@@ -12,21 +12,17 @@ from typing import Any
 
 from pydantic import Field
 
-from stackelberg.agents.refiner import (
-    Candidate,
-    RefinerStyle,
-    read_completion,
-    refiner_prompt_messages,
-    refiner_request,
-)
-from stackelberg.llm import Message
+from stackelberg.agents.refiner import Candidate, RefinerProfile, RefinerStyle
+from stackelberg.llm import LLMConfig, Message
 from stackelberg.persuasion.context import InstanceView
 from stackelberg.settings import SamplingSettings
 
 
 class SampleSettings(RefinerStyle, SamplingSettings):
-    """Sampling of the Refiner: the ``sample`` section of params.yaml. Its RefinerStyle
-    fields (prompt and completion) are the ``style`` that GRPO and play use too."""
+    """The Refiner as it runs, and the sample stage's candidates: the ``sample`` section of
+    params.yaml. Its RefinerStyle fields (prompt, completion, the one token limit), prompt
+    budget, temperature and top_p make every use's ``RefinerProfile``
+    (``Params.refiner_profile``); ``n`` and ``batch_instances`` are the sample stage's."""
 
     n: int = Field(4, ge=1, description="Refiner candidates per instance (paper: 8)")
 
@@ -34,49 +30,40 @@ class SampleSettings(RefinerStyle, SamplingSettings):
     def style(self) -> RefinerStyle:
         return RefinerStyle(**self.model_dump(include=set(RefinerStyle.model_fields)))
 
-
-def trained_sampling(sample: SampleSettings, completion_limit: int | None) -> SampleSettings:
-    """The Refiner's prompting and completion as GRPO trains it and ``refiner+X`` plays it:
-    the sample settings (one definition), with GRPO's own token limit only when it is set."""
-    return (
-        sample.model_copy(update={"max_new_tokens": completion_limit})
-        if completion_limit
-        else sample
-    )
+    def profile(self, model: LLMConfig | None = None) -> RefinerProfile:
+        """The Refiner as it runs under these settings, on ``model`` (checkpoint, dtype,
+        adapter)."""
+        return RefinerProfile(
+            self.style, self.max_prompt_tokens, self.temperature, self.top_p, model
+        )
 
 
-def refiner_prompt(llm: Any, view: InstanceView, settings: SampleSettings) -> list[Message]:
-    """The Refiner's prompt for an instance, history fitted to the prompt budget."""
-    return refiner_prompt_messages(
+def refiner_prompt(llm: Any, view: InstanceView, profile: RefinerProfile) -> list[Message]:
+    """The Refiner's prompt for an instance, as it runs (``profile``), history fitted."""
+    return profile.messages(
         llm,
         view.game,
         view.speaker,
         view.follower,
         view.base_utterance,
         view.lines(view.speaker),
-        settings.style,
-        settings.max_prompt_tokens,
     )
 
 
 def sample_candidates(
-    llm: Any, views: Sequence[InstanceView], settings: SampleSettings, seeds: Sequence[int]
+    llm: Any,
+    views: Sequence[InstanceView],
+    profile: RefinerProfile,
+    n: int,
+    seeds: Sequence[int],
 ) -> list[list[Candidate]]:
-    """Per view: its n candidates, all views in one batched call."""
-    style = settings.style
+    """Per view: ``n`` candidates of the Refiner as it runs, all views in one batched call."""
     requests = [
-        refiner_request(
-            refiner_prompt(llm, view, settings),
-            style,
-            settings.n,
-            settings.temperature,
-            settings.top_p,
-            seed,
-        )
+        profile.request(refiner_prompt(llm, view, profile), n, seed)
         for view, seed in zip(views, seeds, strict=True)
     ]
     return [
-        [read_completion(llm, raw, view.base_utterance, style) for raw in samples]
+        [profile.read(llm, raw, view.base_utterance) for raw in samples]
         for view, samples in zip(views, llm.run_batch(requests), strict=True)
     ]
 

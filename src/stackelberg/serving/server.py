@@ -1,6 +1,6 @@
 """Starting the service: what cannot work is refused first, in one line, before any model
 loads (no adapter folder, a params file that does not load, a Measurer that cannot score, the
-port taken); then the models load as the evaluate stage plays them (``Params.refiner_model``)
+port taken); then the models load as the evaluate stage plays them (``Params.refiner_profile``)
 and uvicorn serves the app on the socket bound during the checks.
 """
 
@@ -178,7 +178,7 @@ def load_service(adapter: str | Path, params: Params, measurer: Any = None) -> A
     def load(config: Any) -> Any:
         return make_llm(config, cache="off")
 
-    refiner = load(params.refiner_model(None, adapter))
+    refiner = load(params.refiner_profile(None, adapter).model)
     return RefinerService(
         refiner, params, load_measurer(measurer, load) if measurer is not None else None
     )

@@ -2,11 +2,11 @@
 answer (or error) per job out.
 
 The refine jobs of a batch share one ``run_batch`` call, as the tournaments' tables do. Each
-is prompted as the Refiner was trained and plays: ``refiner_prompt_messages`` with the
-game's style and prompt budget (``Params.refiner_sampling``), GRPO's temperature and top_p
-unless the request sets them, and its completions read as training reads them
-(``read_completion``). A batch whose call fails runs again one job at a time, so that a
-request the model cannot take fails alone. A measure job is one ``measure`` call, the
+runs the game's Refiner profile, as training and play do (``Params.refiner_profile``: its
+prompt and budget, and its token limit, temperature and top_p unless the request sets
+them), and its completions are read as training reads them (``RefinerProfile.read``). A
+batch whose call fails runs again one job at a time, so that a request the model cannot
+take fails alone. A measure job is one ``measure`` call, the
 pipeline's: the follower's history fitted with room for a Refiner completion, so a candidate
 gets the reward the score stage would give it.
 """
@@ -17,13 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from stackelberg.agents.refiner import (
-    Candidate,
-    completion_tokens,
-    read_completion,
-    refiner_prompt_messages,
-    refiner_request,
-)
+from stackelberg.agents.refiner import Candidate, RefinerProfile, completion_tokens
 from stackelberg.games import GameError
 from stackelberg.llm import ContextLengthError, GenerateRequest
 from stackelberg.params import Params
@@ -80,7 +74,7 @@ class ToldView(InstanceView):
 class _Prepared(NamedTuple):
     request: GenerateRequest
     job: RefineJob
-    style: Any
+    profile: RefinerProfile
 
 
 def as_request_error(err: Exception) -> Exception:
@@ -128,31 +122,14 @@ class RefinerService:
         """The job's generation request: the Refiner's trained prompt for the context."""
         context = job.context
         game = context.table()
-        sampling = self.params.refiner_sampling(context.game)
-        trained = self.params.for_game("grpo", context.game)
-        style = sampling.style
-        if job.max_tokens is not None:
-            style = style.model_copy(update={"max_new_tokens": job.max_tokens})
+        profile = self.params.refiner_profile(context.game).overridden(
+            job.max_tokens, job.temperature, job.top_p
+        )
         follower = context.next_speaker - 1 if context.next_speaker is not None else None
-        messages = refiner_prompt_messages(
-            self.refiner,
-            game,
-            context.speaker - 1,
-            follower,
-            context.draft,
-            context.history,
-            style,
-            sampling.max_prompt_tokens,
+        messages = profile.messages(
+            self.refiner, game, context.speaker - 1, follower, context.draft, context.history
         )
-        request = refiner_request(
-            messages,
-            style,
-            job.n,
-            trained.temperature if job.temperature is None else job.temperature,
-            trained.top_p if job.top_p is None else job.top_p,
-            job.seed,
-        )
-        return _Prepared(request, job, style)
+        return _Prepared(profile.request(messages, job.n, job.seed), job, profile)
 
     def _generate(self, prepared: list[_Prepared]) -> list[Any]:
         """Every prepared job's completions from one batched call; after a failed call, from
@@ -176,7 +153,7 @@ class RefinerService:
     def _read(self, prepared: _Prepared, texts: list[str]) -> Refined:
         draft = prepared.job.context.draft
         return Refined(
-            [read_completion(self.refiner, t, draft, prepared.style) for t in texts],
+            [prepared.profile.read(self.refiner, t, draft) for t in texts],
             int(self.refiner.count_tokens(prepared.request.prompt)),
             [completion_tokens(self.refiner, t) for t in texts],
         )
@@ -192,7 +169,7 @@ class RefinerService:
             game, body.speaker - 1, body.follower - 1, len(game.events), "", {}, tuple(body.history)
         )
         settings = self.params.for_game("score", body.game)
-        room = self.params.refiner_sampling(body.game).style.max_new_tokens
+        room = self.params.refiner_profile(body.game).token_limit
         parts, cut = measure(
             self.measurer, view, body.candidates, body.desired, body.undesired, settings, room
         )

@@ -107,6 +107,8 @@ def train_refiner(
     reward_fn: Callable[..., list[float]],
     settings: GRPOSettings,
     output_dir: str | Path,
+    *,
+    completion_limit: int,
     on_step: Callable[[int, dict], None] | None = None,
     stop: Sequence[str] = (),
     desc: str = "grpo",
@@ -115,6 +117,8 @@ def train_refiner(
 
     ``reward_fn(completions: list[str], **columns)`` gets the completion texts and, for each
     column, the value of each completion's prompt; it returns one float per completion.
+    ``completion_limit`` and ``stop`` end a completion as the Refiner's profile does
+    (``RefinerProfile.token_limit``, ``style.stop``).
     Columns go through a ``datasets.Dataset``: use strings, numbers or uniform lists/dicts
     (JSON strings for ragged structures), as Arrow fills missing dict keys with None.
     ``on_step(step, metrics)`` gets every step's metrics (loss, reward, reward_std, kl,
@@ -155,14 +159,14 @@ def train_refiner(
             sampling = SamplingParams(
                 temperature=settings.temperature,
                 top_p=settings.top_p,
-                max_new_tokens=settings.completion_limit,
+                max_new_tokens=completion_limit,
                 stop=tuple(stop),
             )
             rollout = LocalRollout(sampling, settings.seed)
         trainer = TimedGRPOTrainer(
             model=str(base),
             reward_funcs=trl_reward(reward_fn),
-            args=grpo_config(settings, work / "trainer", cuda, stop_ids),
+            args=grpo_config(settings, work / "trainer", cuda, completion_limit, stop_ids),
             stop_token_ids=stop_ids,
             train_dataset=dataset,
             peft_config=LoraConfig(
@@ -182,6 +186,7 @@ def train_refiner(
             info = {
                 "base_model": str(base),
                 "settings": settings.model_dump(mode="json"),
+                "completion_limit": completion_limit,
                 "stop": list(stop),
                 "steps": trainer.state.global_step,
             }

@@ -13,7 +13,6 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from stackelberg.agents.refiner import RefinerStyle
 from stackelberg.games import GameName
 from stackelberg.persuasion.intents import View
 from stackelberg.persuasion.measurer import member_variant
@@ -29,10 +28,6 @@ Launch = Literal["none", "accelerate", "deepspeed"]
 ZeroStage = Literal[2, 3]
 VLLMMode = Literal["server", "colocate"]
 Precision = Literal["auto", "float32", "bfloat16"]
-#: completion tokens when max_completion_length is null and no sample section resolves it:
-#: sample.max_new_tokens's default
-REFINER_COMPLETION_LIMIT: int = RefinerStyle.model_fields["max_new_tokens"].default
-
 
 class GRPOSettings(Settings):
     """GRPO settings of one Refiner run: the ``grpo`` section of params.yaml.
@@ -44,6 +39,10 @@ class GRPOSettings(Settings):
     pushes the merged adapter weights to it each step) and train on the other GPUs; in
     ``colocate`` mode each training process runs vLLM beside the model on its own GPU.
     """
+
+    moved_keys = {
+        "max_completion_length": "the Refiner has one token limit, sample.max_new_tokens",
+    }
 
     num_generations: int = Field(
         4, ge=2, description="completions per prompt, the GRPO group (paper: 8)"
@@ -62,14 +61,15 @@ class GRPOSettings(Settings):
     scale_rewards: ScaleRewards = Field("group", description="TRL scale_rewards")
     lora_r: int = Field(16, ge=1, description="LoRA rank (paper: 16)")
     lora_alpha: int = Field(32, ge=1, description="LoRA alpha")
-    max_completion_length: int | None = Field(
-        None,
-        ge=1,
-        description="new tokens per completion at most; null: sample.max_new_tokens, the one "
-        "limit of sampling, GRPO and play (paper: 512)",
+    temperature: float = Field(
+        0.7,
+        gt=0,
+        description="the rollouts' sampling temperature, GRPO's exploration (TRL: 1.0); the "
+        "Refiner as it runs samples at sample.temperature",
     )
-    temperature: float = Field(0.7, gt=0, description="sampling temperature (TRL: 1.0)")
-    top_p: float = Field(0.9, gt=0, le=1, description="nucleus sampling (TRL: 1.0)")
+    top_p: float = Field(
+        0.9, gt=0, le=1, description="the rollouts' nucleus sampling (TRL: 1.0); see temperature"
+    )
     prompts_per_step: int = Field(1, ge=1, description="distinct prompts in one optimizer step")
     micro_batch: int | None = Field(
         None,
@@ -156,13 +156,6 @@ class GRPOSettings(Settings):
     vllm_tensor_parallel_size: int = Field(
         1, ge=1, description="colocate: GPUs one vLLM engine spans; must divide num_processes"
     )
-
-    @property
-    def completion_limit(self) -> int:
-        """The token limit of a completion: ``max_completion_length``, else the Refiner's
-        limit. The pipeline resolves null to ``sample.max_new_tokens`` before training
-        (``Params.refiner_sampling``); alone, the settings know only its default."""
-        return self.max_completion_length or REFINER_COMPLETION_LIMIT
 
     @property
     def completions_per_step(self) -> int:

@@ -148,18 +148,23 @@ def vllm_args(settings: GRPOSettings) -> dict[str, Any]:
 
 
 def grpo_config(
-    settings: GRPOSettings, work_dir: str | Path, cuda: bool, stop_ids: Sequence[int] = ()
+    settings: GRPOSettings,
+    work_dir: str | Path,
+    cuda: bool,
+    completion_limit: int,
+    stop_ids: Sequence[int] = (),
 ) -> Any:
     """The GRPOConfig of ``grpo_config_args``."""
     from trl import GRPOConfig
 
-    return GRPOConfig(**grpo_config_args(settings, work_dir, cuda, stop_ids))
+    return GRPOConfig(**grpo_config_args(settings, work_dir, cuda, completion_limit, stop_ids))
 
 
 def grpo_config_args(
     settings: GRPOSettings,
     work_dir: str | Path,
     cuda: bool,
+    completion_limit: int,
     stop_ids: Sequence[int] = (),
     bf16: bool | None = None,
 ) -> dict[str, Any]:
@@ -190,7 +195,7 @@ def grpo_config_args(
         num_train_epochs=settings.epochs,
         num_generations=settings.num_generations,
         num_iterations=1,
-        max_completion_length=settings.completion_limit,
+        max_completion_length=completion_limit,
         temperature=settings.temperature,
         top_p=settings.top_p,
         seed=settings.seed,
