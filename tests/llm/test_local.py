@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 
 import pytest
@@ -233,6 +234,17 @@ def test_bfloat16_if_native_follows_the_cpu(monkeypatch):
     monkeypatch.setattr(loading, "native_bf16", lambda: False)
     assert loading.weights_dtype("bfloat16_if_native", cpu) == "float32"
     assert loading.weights_dtype("bfloat16_if_native", gpu) == "bfloat16"
+
+
+def test_a_cpu_capped_to_an_isa_without_bfloat16_does_not_count_as_native(monkeypatch):
+    from stackelberg.llm.local import loading
+
+    monkeypatch.setattr("builtins.open", lambda *a, **k: io.StringIO("flags : avx2 avx512_bf16\n"))
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    assert loading.native_bf16()
+    for cap, native in [("AVX2", False), ("avx512_core", False), ("AVX512_CORE_BF16", True)]:
+        monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", cap)
+        assert loading.native_bf16() is native, cap
 
 
 def test_a_cpu_backend_caps_onednn_kernels_unless_the_user_did(monkeypatch):

@@ -169,8 +169,19 @@ def quantize_int8(lm: Any) -> Any:
 NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
+#: ``ONEDNN_MAX_CPU_ISA`` values under which oneDNN still has bfloat16 instructions; any
+#: other cap (AVX2, AVX512_CORE, ...) makes it emulate them, as a CPU without them does
+BF16_ISAS = ("BF16", "AMX", "AVX10", "ALL")
+
+
 def native_bf16() -> bool:
-    """Whether this machine's CPU computes bfloat16 natively (Linux: /proc/cpuinfo)."""
+    """Whether this machine's CPU computes bfloat16 natively (Linux: /proc/cpuinfo), and
+    oneDNN may use it: a CPU capped to an older ISA (``ONEDNN_MAX_CPU_ISA=AVX2``, how an
+    AVX2-only machine is measured on a newer one) computes bfloat16 emulated, far slower
+    than float32."""
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper()
+    if cap and not any(isa in cap for isa in BF16_ISAS):
+        return False
     try:
         with open("/proc/cpuinfo") as fh:
             for line in fh:
