@@ -94,7 +94,7 @@ def plan(ctx) -> list[dict]:
     on a cluster, items run in parallel). In the first item the Measurer scores the held-out
     candidates beside the tables (``held_out_beside_tournament``)."""
     p = ctx.section
-    games = len(tournament_games(ctx)) if p.tournament_games else 0
+    games = len(tournament_games(ctx))
     items = []
     for start in range(0, games, p.batch_games):
         stop = min(start + p.batch_games, games)
@@ -117,12 +117,21 @@ def work(ctx, item) -> dict:
 def tournament_games(ctx) -> list:
     """Every game of the tournaments (``matrix_games``), in the order they are played."""
     p = ctx.section
-    return matrix_games(ctx.game, p.conditions, tournament_seeds(ctx), p.camps or None, p.options)
+    return matrix_games(ctx.game, p.conditions, condition_seeds(ctx), p.camps or None, p.options)
+
+
+def condition_seeds(ctx) -> dict[str, range]:
+    """Each condition's seeds (``games_of``: LLM players' few, the others' many), all from
+    ``tournament_seed`` on, so that every pair meets the same deals."""
+    p = ctx.section
+    return {c: range(p.tournament_seed, p.tournament_seed + p.games_of(c)) for c in p.conditions}
 
 
 def tournament_seeds(ctx) -> range:
+    """Every seed some condition plays."""
     p = ctx.section
-    return range(p.tournament_seed, p.tournament_seed + p.tournament_games)
+    most = max(map(p.games_of, p.conditions), default=0)
+    return range(p.tournament_seed, p.tournament_seed + most)
 
 
 def held_out_beside_tournament(ctx, part: slice) -> dict:
@@ -283,7 +292,7 @@ def tournaments(ctx, part: slice, routes: dict | None = None) -> dict:
     records = play_matrix(
         ctx.game,
         p.conditions,
-        tournament_seeds(ctx),
+        condition_seeds(ctx),
         camps=p.camps or None,
         opponent=p.opponent,
         llm_routes=routes,

@@ -177,3 +177,24 @@ def test_the_llm_seats_speech_counts_reach_the_records_metrics_and_mlflow(make_f
     assert metrics["speeches"] == {"direct": {"games": 2, **counts}}
     flat = mlflow_metrics(metrics)
     assert {k: flat[f"speeches/werewolf/direct/{k}"] for k in counts} == counts
+
+
+def test_llm_players_play_their_own_few_seeds_and_pairs_stay_paired():
+    from stackelberg.evaluation.tournament import matrix_games
+    from stackelberg.params import Params
+
+    conditions = ["direct", "refiner+direct", "scripted", "refiner+scripted"]
+    p = Params(evaluate={"conditions": conditions, "tournament_games": 5, "llm_games": 1}).evaluate
+    assert [p.games_of(c) for c in conditions] == [1, 1, 5, 5]
+    assert Params(evaluate={"tournament_games": 5}).evaluate.games_of("refiner+direct") == 5
+    seeds = {c: range(10, 10 + p.games_of(c)) for c in conditions}
+    jobs = matrix_games("werewolf", conditions, seeds, ["werewolf"])
+    played = {c: [seed for cond, _, seed, _ in jobs if cond == c] for c in conditions}
+    assert played["direct"] == played["refiner+direct"] == [10]
+    assert played["scripted"] == played["refiner+scripted"] == list(range(10, 15))
+    # one set of seeds for every condition, as before
+    assert matrix_games("werewolf", conditions, range(10, 12), ["werewolf"]) == [
+        (c, "werewolf", s, seats)
+        for c in conditions
+        for (_, _, s, seats) in matrix_games("werewolf", ["direct"], range(10, 12), ["werewolf"])
+    ]

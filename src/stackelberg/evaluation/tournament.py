@@ -106,6 +106,17 @@ def best_of_played(conditions: Iterable[str]) -> bool:
     return any(parse_condition(c).best_of for c in conditions)
 
 
+def seeds_by_condition(
+    conditions: Sequence[str], seeds: Iterable[int] | Mapping[str, Iterable[int]]
+) -> dict[str, list[int]]:
+    """Each condition's seeds: one list for every condition, or each its own (a mapping by
+    condition: cheap conditions can play many seeds beside LLM players' few)."""
+    if isinstance(seeds, Mapping):
+        return {c: list(seeds[c]) for c in conditions}
+    shared = list(seeds)
+    return {c: shared for c in conditions}
+
+
 def _check_camp(game_name: str, camp: str) -> None:
     camps = game_spec(game_name).camps
     if camp not in camps:
@@ -236,26 +247,32 @@ Job = tuple[str, str, int, list[int]]
 def matrix_games(
     game_name: str,
     conditions: Sequence[str],
-    seeds: Iterable[int],
+    seeds: Iterable[int] | Mapping[str, Iterable[int]],
     camps: Sequence[str] | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> list[Job]:
     """The games of a tournament matrix, in the order ``play_matrix`` plays them: by camp,
-    then condition, then seed; a seed whose deal gives a camp no seat is left out."""
+    then condition, then seed (``seeds``: ``seeds_by_condition``'s); a seed whose deal gives
+    a camp no seat is left out."""
     camps = tuple(camps) if camps else game_spec(game_name).tested_camps
-    seeds = list(seeds)
+    by_condition = seeds_by_condition(conditions, seeds)
+    every_seed = sorted({s for played in by_condition.values() for s in played})
     jobs: list[Job] = []
     for camp in camps:
-        seats_of = {seed: camp_seats(game_name, seed, camp, options) for seed in seeds}
+        seats_of = {seed: camp_seats(game_name, seed, camp, options) for seed in every_seed}
         for condition in conditions:
-            jobs += [(condition, camp, seed, seats_of[seed]) for seed in seeds if seats_of[seed]]
+            jobs += [
+                (condition, camp, seed, seats_of[seed])
+                for seed in by_condition[condition]
+                if seats_of[seed]
+            ]
     return jobs
 
 
 def play_matrix(
     game_name: str,
     conditions: Sequence[str],
-    seeds: Iterable[int],
+    seeds: Iterable[int] | Mapping[str, Iterable[int]],
     camps: Sequence[str] | None = None,
     opponent: str = "direct",
     llm_routes: Any = None,
@@ -271,6 +288,7 @@ def play_matrix(
 ) -> list[Record]:
     """Every (condition, camp, seed) game, played ``batch_games`` tables at a time.
 
+    ``seeds``: one set for every condition, or each condition's (``seeds_by_condition``).
     Returns one record per game played (see ``_summary``; with ``keep_games`` the full game
     record is under ``"game_record"``). ``llm_routes``: one backend or {"default": backend,
     "refiner": backend, ...} (``bestN+X``: also "refiner_base" and "measurer"); None for
@@ -281,7 +299,8 @@ def play_matrix(
     """
     if batch_games < 1:
         raise ConfigError(f"batch_games must be at least 1, got {batch_games}")
-    seeds = list(seeds)
+    seeds = seeds_by_condition(conditions, seeds)
+    every_seed = {s for played in seeds.values() for s in played}
     routes = as_routes(llm_routes)
     if parse_condition(opponent).wrapped:
         raise ConfigError(f"the opponent must be a plain agent kind, got {opponent!r}")
@@ -292,7 +311,7 @@ def play_matrix(
         return (route_of_seed(seed) if route_of_seed else None) or DEFAULT_ROUTE
 
     for condition in (*conditions, opponent):  # fail on bad names before any game is played
-        for r in {route(seed) for seed in seeds} or {DEFAULT_ROUTE}:
+        for r in {route(seed) for seed in every_seed} or {DEFAULT_ROUTE}:
             build_agent(
                 condition, game_name, routes, agent_options, refiner, r, best_of_options
             )

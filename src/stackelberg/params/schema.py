@@ -16,8 +16,10 @@ from pydantic import (
     field_validator,
 )
 
+from stackelberg.agents import LLM_AGENT_KINDS
 from stackelberg.agents.llm_agents import MAX_SPEECH_ATTEMPTS
 from stackelberg.agents.refiner import RefinerProfile
+from stackelberg.evaluation.tournament import parse_condition
 from stackelberg.games import GAME_NAMES, GameName
 from stackelberg.llm.config import Dtype, LLMConfig
 from stackelberg.params.models import ModelsParams, WeightedLLMConfig
@@ -134,6 +136,13 @@ class EvaluateParams(PlayerParams):
         default_factory=list, description="camps tested (empty: the game's main two)"
     )
     tournament_games: int = Field(0, ge=0, description="seeds per camp and condition (0: none)")
+    llm_games: int | None = Field(
+        None,
+        ge=0,
+        description="seeds per camp of the conditions whose X is an LLM agent (direct, react, "
+        "...; its refiner+X and bestN+X alike, so they stay paired), each of whose moves is a "
+        "model call; null: tournament_games",
+    )
     tournament_seed: int = Field(100_000, description="first seed; apart from self-play seeds")
     options: dict[str, Any] = Field(
         default_factory=dict, description="game options of the tournament"
@@ -166,6 +175,13 @@ class EvaluateParams(PlayerParams):
         description="behaviour, not just the Measurer's number: the follower responds to "
         "held-out candidates and the labeler judges its responses",
     )
+
+
+    def games_of(self, condition: str) -> int:
+        """Seeds per camp that ``condition`` plays: ``llm_games`` where its X is an LLM agent
+        (when set), else ``tournament_games``."""
+        llm = parse_condition(condition).kind in LLM_AGENT_KINDS
+        return self.llm_games if llm and self.llm_games is not None else self.tournament_games
 
 
 class TrackingParams(Settings):
