@@ -4,6 +4,8 @@ when a condition needs them. The CLI's --tactics, --value and --lspo use the sam
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from stackelberg.agents import LLM_AGENT_KINDS, llm_agent_class
@@ -11,7 +13,7 @@ from stackelberg.agents.lookahead.value import ValueModel, save_value
 from stackelberg.agents.tactics.policy import TacticPolicy, save_policy
 from stackelberg.evaluation.routes import (
     JUDGE,
-    TRAINED_LOADERS,
+    TRAINED_BASELINES,
     tournament_routes,
     trained_routes,
 )
@@ -21,7 +23,7 @@ from stackelberg.llm import LLMConfig
 
 def test_every_route_an_agent_reads_has_a_loader():
     named = {r for k in LLM_AGENT_KINDS for r in getattr(llm_agent_class(k), "route_args", {})}
-    assert named == set(TRAINED_LOADERS)
+    assert named == set(TRAINED_BASELINES)
 
 
 @pytest.fixture
@@ -54,7 +56,7 @@ def test_a_tournament_loads_only_what_its_conditions_play(monkeypatch):
         loaded.append(config.model)
         return f"backend of {config.model}"
 
-    monkeypatch.setitem(TRAINED_LOADERS, "tactics", ("builtins", "str"))
+    monkeypatch.setitem(TRAINED_BASELINES, "tactics", SimpleNamespace(load=str))
     seats = [LLMConfig(model="a").model_dump_json(), LLMConfig(model="b").model_dump_json()]
     refiner, judge = LLMConfig(model="refiner"), LLMConfig(model="judge")
     plain = tournament_routes(["scripted", "random"], load, seats, refiner, lambda r: "x")

@@ -3,13 +3,12 @@ route it names): the players' models, the trained Refiner, the trained models of
 stages that some kinds read (``route_args``: rl_ins's tactic policy, the strategist's value
 model, lspo's policy), the untrained Refiner and the Measurer of a ``bestN+X`` speaker, and a
 scored game's LLM evaluator. Each is loaded only when a kind
-played needs it; a trained model's loader is imported then too (the tactic policy's needs
-torch).
+played needs it; a trained model by its ``TrainedBaseline``'s ``load``, which imports what
+reads it only then (the tactic policy's needs torch).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -18,16 +17,15 @@ from stackelberg.evaluation.tournament import parse_condition
 from stackelberg.llm import LLMConfig
 from stackelberg.persuasion.best_of import MEASURER_ROUTE, REFINER_BASE_ROUTE
 from stackelberg.persuasion.measurer import load_measurer
+from stackelberg.training.lspo import LSPO
+from stackelberg.training.strategist import STRATEGIST
+from stackelberg.training.tactics import TACTICS
 
 #: the route of a scored game's LLM evaluator (``judge.judge_tournament``), no seat's
 JUDGE = "judge"
-#: how a trained route's folder (the one its stage wrote) is read: the route an agent class
-#: names in ``route_args`` -> (module, function)
-TRAINED_LOADERS = {
-    "tactics": ("stackelberg.agents.tactics.policy", "load_policy"),
-    "strategist": ("stackelberg.agents.lookahead.value", "load_value"),
-    "lspo": ("stackelberg.agents.latent.cfr", "load_policy"),
-}
+#: the trained baselines, by the route an agent class names in ``route_args``: each reads
+#: the folder its stage wrote
+TRAINED_BASELINES = {baseline.name: baseline for baseline in (TACTICS, STRATEGIST, LSPO)}
 
 
 def trained_routes(kinds: Iterable[str], folder_of: Callable[[str], Any]) -> dict[str, Any]:
@@ -41,8 +39,7 @@ def trained_routes(kinds: Iterable[str], folder_of: Callable[[str], Any]) -> dic
         for route in getattr(llm_agent_class(kind), "route_args", {}):
             folder = folder_of(route)
             if route not in routes and folder is not None:
-                module, function = TRAINED_LOADERS[route]
-                routes[route] = getattr(importlib.import_module(module), function)(folder)
+                routes[route] = TRAINED_BASELINES[route].load(folder)
     return routes
 
 
@@ -88,4 +85,4 @@ def tournament_routes(
     return routes
 
 
-__all__ = ["JUDGE", "TRAINED_LOADERS", "tournament_routes", "trained_routes"]
+__all__ = ["JUDGE", "TRAINED_BASELINES", "tournament_routes", "trained_routes"]

@@ -7,9 +7,6 @@ from stackelberg.params.models import ModelEntry, entry_models
 from stackelberg.params.schema import Params, ParamsError
 from stackelberg.persuasion.intents import VIEWS
 from stackelberg.persuasion.measurer import member_names
-from stackelberg.training.lspo import GAME as LSPO_GAME
-from stackelberg.training.strategist import GAME as STRATEGIST_GAME
-from stackelberg.training.tactics import GAME as TACTICS_GAME
 
 
 def _where(role: str, entry: ModelEntry, i: int) -> str:
@@ -29,6 +26,7 @@ def check_pairings(params: Params) -> None:
     """Refuse, before anything starts, what cannot work: a role on a backend that cannot do
     what the role needs, and agents that do not exist or do not fit the game."""
     from stackelberg.agents import LLM_AGENT_KINDS, llm_agent_class, seat_agents
+    from stackelberg.evaluation.routes import TRAINED_BASELINES
     from stackelberg.evaluation.tournament import build_agent, parse_condition
     from stackelberg.games import ConfigError, make_game
     from stackelberg.persuasion.best_of import MEASURER_ROUTE, REFINER_BASE_ROUTE
@@ -95,15 +93,11 @@ def check_pairings(params: Params) -> None:
                 f"evaluate.conditions ({game}): {searched[0]} labels speeches at play time with "
                 f"label.scheme: {SCRIPTED}, not {scheme}; set label.scheme: {SCRIPTED} or drop it"
             )
-    for section, game in (
-        ("tactics", TACTICS_GAME),
-        ("strategist", STRATEGIST_GAME),
-        ("lspo", LSPO_GAME),
-    ):
+    for baseline in TRAINED_BASELINES.values():
         try:
-            make_game(game, getattr(params, section).options)
+            make_game(baseline.game, getattr(params, baseline.name).options)
         except ConfigError as err:
-            raise ParamsError(f"{section}.options: {err}") from None
+            raise ParamsError(f"{baseline.name}.options: {err}") from None
     check_refiners_beside(params)
 
 

@@ -12,13 +12,14 @@ from typing import Any
 from stackelberg.agents import Agent, make_agent
 from stackelberg.agents.runner import Table, play_tables
 from stackelberg.games import make_game
+from stackelberg.training.baseline_settings import BaselineSettings
 
 #: held-out seeds start here, apart from the training games' seeds (each training stage
 #: keeps its number of training games below this)
 EVAL_SEEDS = 1_000_000
 
 
-def eval_seeds(settings: Any) -> range:
+def eval_seeds(settings: BaselineSettings) -> range:
     """The ``settings.eval_games`` held-out seeds of a training stage, from ``EVAL_SEEDS``
     plus its ``settings.seed``."""
     start = EVAL_SEEDS + settings.seed

@@ -21,25 +21,31 @@ Monte Carlo CFR on the abstract Werewolf game they define.
    average strategy accumulates weighted by its reach over its sampling's, the others'
    on-policy. The solution is the average strategy.
 
-Deterministic: the same settings and speeches give the same policy.
+Deterministic: the same settings and speeches give the same policy. ``LSPO`` is this solve
+as a ``TrainedBaseline`` (its stage, its files, its loader).
 """
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
 
 from stackelberg.agents import make_agent
 from stackelberg.agents.latent.acts import ACT_NAMES, LatentSpeaker
-from stackelberg.agents.latent.cfr import LatentPolicy, RegretTables
+from stackelberg.agents.latent.cfr import LatentPolicy, RegretTables, load_policy, save_policy
 from stackelberg.agents.latent.clusters import Strategy, latent_strategies
 from stackelberg.agents.runner import agent_rng
 from stackelberg.games import make_game
 from stackelberg.games.base import SPEAK
+from stackelberg.progress import progress
 from stackelberg.settings import Settings
+from stackelberg.training.baseline import PairedWins, Trained, TrainedBaseline
+from stackelberg.training.baseline_settings import EvalGames, GameOptions, Seed
 from stackelberg.training.learner import EVAL_SEEDS, eval_seeds, play_learner_games
 
 #: the game the policy plays (``lspo`` plays Werewolf only)
@@ -70,16 +76,9 @@ class LspoSettings(Settings):
     exploration: float = Field(
         0.6, gt=0, le=1, description="share of the uniform choice in the traverser's sampling"
     )
-    eval_games: int = Field(
-        400,
-        ge=0,
-        description="held-out seeds on which one seat plays the solved and the uniform choice "
-        "over latent strategies against scripted players (paired)",
-    )
-    seed: int = Field(0, description="seed of the clustering and of the first game")
-    options: dict[str, Any] = Field(
-        default_factory=dict, description="Werewolf options of the games (docs/games.md)"
-    )
+    eval_games: EvalGames = 400
+    seed: Seed = 0
+    options: GameOptions
 
 
 def record_speeches(records: Iterable[dict]) -> dict[str, list[str]]:
@@ -243,6 +242,55 @@ def play_learner(policy: LatentPolicy, seeds: Sequence[int], options: dict[str, 
     return [outcome(rec["result"], seat) for seat, rec, _ in games]
 
 
+class Lspo(TrainedBaseline):
+    """The lspo policy as a trained baseline: solved from the self-play records (the
+    selfplay stage's), then one seat plays the solved and the uniform choice over latent
+    strategies on the same held-out seeds; saved as ``latent.cfr`` saves it."""
+
+    name = "lspo"
+    game = GAME
+    settings_class = LspoSettings
+    verb = "solve"
+
+    def train(self, settings: LspoSettings, path_of: Callable[[str], Path]) -> Trained:
+        from stackelberg.datasets import read_dataset  # polars, only when training
+
+        rows = read_dataset(path_of("selfplay"), "selfplay")["record"].to_list()
+        bar = progress(settings.iterations, f"{self.name}@{self.game} solving", "game")
+        policy, history = train_lspo(
+            (json.loads(r) for r in rows), settings, on_step=lambda t: bar.update(t - bar.n)
+        )
+        bar.close()
+        seeds = eval_seeds(settings)
+        solved = play_learner(policy, seeds, settings.options)
+        uniform = play_learner(LatentPolicy(policy.strategies, {}), seeds, settings.options)
+        strategies = {r: [s.to_dict() for s in ss] for r, ss in policy.strategies.items()}
+        return Trained(
+            model={"strategies": strategies, "table": policy.table},
+            held_out=PairedWins(("uniform", "solved"), uniform, solved),
+            curve=history,
+            counts={
+                "self_play_records": len(rows),
+                "information_sets": len(policy.table),
+                "latent_strategies": sum(len(ss) for ss in strategies.values()),
+            },
+        )
+
+    def save(self, model: Any, folder: Path, game: str, settings: dict[str, Any]) -> Path:
+        strategies = {
+            r: tuple(Strategy.from_dict(s) for s in ss) for r, ss in model["strategies"].items()
+        }
+        policy = LatentPolicy(strategies, model["table"])
+        return save_policy(policy, folder, game=game, settings=settings)
+
+    def load(self, folder: str | Path) -> LatentPolicy:
+        return load_policy(folder)
+
+
+#: lspo's policy, the trained baseline of the lspo stage
+LSPO = Lspo()
+
+
 def train_lspo(
     records: Iterable[dict],
     settings: LspoSettings,
@@ -261,6 +309,8 @@ def train_lspo(
 
 __all__ = [
     "GAME",
+    "LSPO",
+    "Lspo",
     "LspoSettings",
     "build_strategies",
     "candidate_speeches",

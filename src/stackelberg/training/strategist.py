@@ -6,19 +6,30 @@ Each game is played by scripted players on every seat. At the start of every dis
 regression per camp is fitted on the rows of ``games`` games, and judged on ``eval_games``
 other seeds against the camp's base rate (always predicting the camp's more frequent
 outcome, and its win rate as the probability), the chance level of this prediction.
+``STRATEGIST`` is this fit as a ``TrainedBaseline`` (its stage, its file, its loader).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
-from stackelberg.agents.lookahead.value import CAMPS, ValueModel, features, fit_value
+from stackelberg.agents.lookahead.value import (
+    CAMPS,
+    ValueModel,
+    features,
+    fit_value,
+    load_value,
+    save_value,
+)
 from stackelberg.games.base import SPEAK
 from stackelberg.settings import Settings
+from stackelberg.training.baseline import HeldOutPredictions, Trained, TrainedBaseline
+from stackelberg.training.baseline_settings import EvalGames, GameOptions, Seed
 from stackelberg.training.learner import EVAL_SEEDS, eval_seeds, learner_table
 
 #: the game the value model is for (``strategist`` plays Avalon only)
@@ -33,16 +44,10 @@ class StrategistSettings(Settings):
     games: int = Field(
         1500, ge=1, lt=EVAL_SEEDS, description="scripted self-play games the value is fitted on"
     )
-    eval_games: int = Field(
-        500,
-        ge=0,
-        description="held-out seeds the value is judged on, against the camp's base rate",
-    )
+    eval_games: EvalGames = 500
     ridge: float = Field(1.0, ge=0, description="L2 penalty of the logistic regressions")
-    seed: int = Field(0, description="seed of the first training game")
-    options: dict[str, Any] = Field(
-        default_factory=dict, description="Avalon options of the games (docs/games.md)"
-    )
+    seed: Seed = 0
+    options: GameOptions
 
 
 def play_rows(seeds: Sequence[int], options: dict[str, Any] | None = None) -> list[list[Row]]:
@@ -97,6 +102,34 @@ def judge(model: ValueModel, rates: dict[str, float], games: Sequence[Sequence[R
     return out
 
 
+class Strategist(TrainedBaseline):
+    """The value model as a trained baseline: fitted at once (no curve), then judged on the
+    held-out games against the camp's base rate; saved as ``lookahead.value`` saves it, with
+    the base rates."""
+
+    name = "strategist"
+    game = GAME
+    settings_class = StrategistSettings
+    verb = "fit"
+
+    def train(self, settings: StrategistSettings, path_of: Callable[[str], Path]) -> Trained:
+        model, rates = fit_strategist_value(settings)
+        held_out = judge(model, rates, play_rows(eval_seeds(settings), settings.options))
+        weights = {camp: w.tolist() for camp, w in model.weights.items()}
+        return Trained({"weights": weights, "rates": rates}, HeldOutPredictions(held_out))
+
+    def save(self, model: Any, folder: Path, game: str, settings: dict[str, Any]) -> Path:
+        value = ValueModel(model["weights"])
+        return save_value(value, folder, game=game, base_rates=model["rates"], settings=settings)
+
+    def load(self, folder: str | Path) -> ValueModel:
+        return load_value(folder)
+
+
+#: the strategist's value model, the trained baseline of the strategist stage
+STRATEGIST = Strategist()
+
+
 def fit_strategist_value(settings: StrategistSettings) -> tuple[ValueModel, dict[str, float]]:
     """The fitted model and each camp's base rate on the training rows."""
     first = settings.seed
@@ -107,6 +140,8 @@ def fit_strategist_value(settings: StrategistSettings) -> tuple[ValueModel, dict
 __all__ = [
     "EVAL_SEEDS",
     "GAME",
+    "STRATEGIST",
+    "Strategist",
     "StrategistSettings",
     "base_rates",
     "eval_seeds",

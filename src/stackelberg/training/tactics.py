@@ -7,20 +7,26 @@ final camp (fixed by the night, before any speech, so it does not bias the gradi
 are played ``batch_games`` at a time, one policy update per batch. The same settings give
 the same policy: the games are seeded, the update runs on one thread.
 
-Importing this module does not import torch; ``train_tactics`` does.
+``TACTICS`` is this training as a ``TrainedBaseline`` (its stage, its file, its loader).
+Importing this module does not import torch; training, saving and loading do.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
 from stackelberg.agents import make_agent
 from stackelberg.games.onuw import ROLE_TEAM
+from stackelberg.progress import progress
 from stackelberg.settings import Settings
+from stackelberg.training.baseline import PairedWins, Trained, TrainedBaseline
+from stackelberg.training.baseline_settings import EvalGames, GameOptions, Seed
 from stackelberg.training.learner import EVAL_SEEDS, eval_seeds, play_learner_games
 
 #: the game the policy plays (``rl_ins`` plays ONUW only)
@@ -42,16 +48,9 @@ class TacticsSettings(Settings):
     baseline_decay: float = Field(
         0.9, ge=0, lt=1, description="running mean of the reward per camp: weight of the past"
     )
-    eval_games: int = Field(
-        400,
-        ge=0,
-        description="held-out seeds played by the trained and by the uniform tactic choice "
-        "(paired), reported with their difference",
-    )
-    seed: int = Field(0, description="seed of the first training game and of the weights")
-    options: dict[str, Any] = Field(
-        default_factory=dict, description="ONUW options of the games (docs/games.md)"
-    )
+    eval_games: EvalGames = 400
+    seed: Seed = 0
+    options: GameOptions
 
 
 @contextlib.contextmanager
@@ -84,6 +83,53 @@ def play_learner(policy: Any, seeds: Sequence[int], options: dict[str, Any] | No
         )
         for seat, rec, table in play_learner_games(GAME, seeds, options, learner)
     ]
+
+
+class Tactics(TrainedBaseline):
+    """The tactic policy as a trained baseline: REINFORCE, then the trained and the uniform
+    tactic choice on the same held-out seeds; saved as ``agents.tactics.policy`` saves it."""
+
+    name = "tactics"
+    game = GAME
+    settings_class = TacticsSettings
+    verb = "train"
+
+    def train(self, settings: TacticsSettings, path_of: Callable[[str], Path]) -> Trained:
+        import torch
+
+        bar = progress(settings.episodes, f"{self.name}@{self.game} training", "game")
+        policy, history = train_tactics(settings, on_step=lambda s: bar.update(s["games"] - bar.n))
+        bar.close()
+        seeds = eval_seeds(settings)
+        with one_thread():
+            trained = [won for won, _, _ in play_learner(policy, seeds, settings.options)]
+            uniform = [won for won, _, _ in play_learner(None, seeds, settings.options)]
+        weights = io.BytesIO()
+        torch.save(policy.state_dict(), weights)
+        return Trained(
+            model={"hidden": settings.hidden, "weights": weights.getvalue()},
+            held_out=PairedWins(("uniform", "trained"), uniform, trained),
+            curve=history,
+            counts={"updates": len(history)},
+        )
+
+    def save(self, model: Any, folder: Path, game: str, settings: dict[str, Any]) -> Path:
+        import torch
+
+        from stackelberg.agents.tactics.policy import TacticPolicy, save_policy
+
+        policy = TacticPolicy(model["hidden"])
+        policy.load_state_dict(torch.load(io.BytesIO(model["weights"]), weights_only=True))
+        return save_policy(policy, folder, game=game, settings=settings)
+
+    def load(self, folder: str | Path) -> Any:
+        from stackelberg.agents.tactics.policy import load_policy
+
+        return load_policy(folder)
+
+
+#: rl_ins's tactic policy, the trained baseline of the tactics stage
+TACTICS = Tactics()
 
 
 def train_tactics(
@@ -143,6 +189,8 @@ def train_tactics(
 __all__ = [
     "EVAL_SEEDS",
     "GAME",
+    "TACTICS",
+    "Tactics",
     "TacticsSettings",
     "eval_seeds",
     "one_thread",
