@@ -24,8 +24,8 @@ from stackelberg.evaluation.behaviour import (
     parse_judgement,
     rule_verdict,
 )
+from stackelberg.evaluation.settings import BehaviourSettings
 from stackelberg.llm import GenerateRequest
-from stackelberg.params import BehaviourSettings
 from stackelberg.persuasion.context import instance_view, speech_instances
 from stackelberg.persuasion.measurer import Ensemble, Member, ScoreSettings
 

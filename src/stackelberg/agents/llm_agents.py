@@ -48,7 +48,7 @@ from stackelberg.games.base import SPEAK, ConfigError, Decision
 from stackelberg.llm import GenerateRequest, ScoreRequest
 
 FALLBACK_SPEECH = "I have nothing to add for now."
-#: the default of ``max_speech_attempts`` (PlayerParams states the pipeline's setting)
+#: the default of ``max_speech_attempts`` (PlayerSettings states the pipeline's setting)
 MAX_SPEECH_ATTEMPTS = 3
 #: how a player with a no-LLM way to play speaks (rl_ins, strategist: the agent option
 #: ``speech``): an LLM's words, or the scripted player's templates (no LLM at all)

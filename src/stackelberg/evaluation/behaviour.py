@@ -18,7 +18,7 @@ labeler's kind:
 Per Refiner the rate is, per instance, the share of its candidates' responses that match a
 desired response minus the share that match an undesired one, averaged over instances, with
 a bootstrap interval; the trained Refiners' rates are paired with the untrained one's.
-Its settings are ``evaluate.behaviour`` (``params.BehaviourSettings``).
+Its settings are ``evaluate.behaviour`` (``evaluation.settings.BehaviourSettings``).
 """
 
 from __future__ import annotations

@@ -81,7 +81,7 @@ class BehaviourRun:
     ``behaviour.behaviour_followers``) and the judge (None: the scripted labeler's rule; else
     the LLM labeler's backend)."""
 
-    settings: Any  # evaluate.behaviour (params.BehaviourSettings)
+    settings: Any  # evaluate.behaviour (evaluation.settings.BehaviourSettings)
     followers: list[tuple[str, str, Callable[[], Any]]]
     judge: Any = None
 

@@ -10,20 +10,19 @@ from typing import Any, Literal
 from pydantic import (
     BaseModel,
     Field,
-    PositiveInt,
     ValidationError,
     ValidationInfo,
     field_validator,
 )
 
-from stackelberg.agents import LLM_AGENT_KINDS
-from stackelberg.agents.llm_agents import MAX_SPEECH_ATTEMPTS
+from stackelberg.agents.play_settings import SelfplaySettings
 from stackelberg.agents.refiner import RefinerProfile
-from stackelberg.evaluation.tournament import parse_condition
+from stackelberg.evaluation.settings import EvaluateSettings
 from stackelberg.games import GAME_NAMES, GameName
-from stackelberg.llm.config import Dtype, LLMConfig
+from stackelberg.llm.config import LLMConfig
 from stackelberg.params.models import ModelsParams, WeightedLLMConfig
 from stackelberg.persuasion.candidates import SampleSettings
+from stackelberg.persuasion.context import SelectSettings
 from stackelberg.persuasion.exact_follower import ExactFollowerConfig
 from stackelberg.persuasion.intents import LabelSettings
 from stackelberg.persuasion.measurer import MeasurerMember, ScoreSettings
@@ -36,152 +35,6 @@ from stackelberg.training.tactics import TacticsSettings
 
 class ParamsError(ValueError):
     """A params file that cannot be used; the message is one line naming the key."""
-
-
-class PlayerParams(Settings):
-    """How the LLM players of a stage play (self-play, tournaments)."""
-
-    choice: Literal["auto", "score", "generate"] = Field(
-        "auto",
-        description="how LLM players choose among legal options: score each option (needs "
-        "log-probabilities), generate an answer to a numbered list, or auto (score where the "
-        "model can)",
-    )
-    max_choice_attempts: int = Field(
-        3, ge=1, description="generate: answers asked for before a random legal option"
-    )
-    max_speech_attempts: int = Field(
-        MAX_SPEECH_ATTEMPTS,
-        ge=1,
-        description="LLM players: samples of a speech (each with its own seed) while the "
-        "model only echoes its prompt (e.g. a heading), before the fallback line",
-    )
-    speech_tokens: int = Field(32, ge=4, description="LLM players: new tokens per speech")
-    thought_tokens: int = Field(40, ge=4, description="react players: new tokens per thought")
-    reasoning_tokens: int = Field(
-        48,
-        ge=4,
-        description="recon, lasi, belief, llm_ins, rl_ins players: new tokens per reasoning step "
-        "(analysis, draft, strategy, belief)",
-    )
-    max_prompt_tokens: int = Field(512, ge=128, description="LLM players: prompt budget")
-
-    def agent_options(self) -> dict[str, Any]:
-        """The keyword arguments of an LLM agent."""
-        return {
-            "choice": self.choice,
-            "max_choice_attempts": self.max_choice_attempts,
-            "max_speech_attempts": self.max_speech_attempts,
-            "speech_tokens": self.speech_tokens,
-            "thought_tokens": self.thought_tokens,
-            "reasoning_tokens": self.reasoning_tokens,
-            "max_prompt_tokens": self.max_prompt_tokens,
-        }
-
-
-class SelfplayParams(PlayerParams):
-    games: int = Field(20, ge=1, description="games per game type")
-    seed: int = Field(0, description="seed of the first game; game i uses seed + i")
-    agents: str = Field("scripted", description="agent kind for all seats, or one per seat")
-    options: dict[str, Any] = Field(
-        default_factory=dict, description="game options (docs/games.md)"
-    )
-    batch_games: int = Field(8, ge=1, description="games played at once (LLM calls batched)")
-
-
-class SelectParams(Settings):
-    instances: int = Field(12, ge=1, description="instances to select (paper: 4000)")
-    test_fraction: float = Field(0.25, gt=0, lt=1, description="share of game seeds held out")
-    seed: int = Field(0, description="seed of the balanced draw and the split")
-    min_words: int = Field(3, ge=1, description="speech shorter than this is not an instance")
-
-
-class BehaviourSettings(Settings):
-    """``evaluate.behaviour``: the follower's responses to held-out candidates, judged
-    (``evaluation.behaviour``)."""
-
-    responses: int = Field(
-        0,
-        ge=0,
-        description="follower responses sampled after each held-out candidate of the "
-        "untrained (its first evaluate.n) and every trained Refiner, each judged as matching "
-        "a desired or an undesired response (0: none)",
-    )
-    followers: list[Literal["unseen", "measurer"]] = Field(
-        default_factory=lambda: ["unseen"],
-        description="who responds: unseen (models.unseen_follower), measurer (the Measurer; "
-        "an ensemble: each member)",
-    )
-    speech_tokens: int = Field(24, ge=4, description="new tokens of a response")
-    temperature: float = Field(0.7, ge=0, description="sampling temperature of a response")
-    top_p: float = Field(0.9, gt=0, le=1, description="nucleus sampling of a response")
-    judge_tokens: int = Field(
-        6, ge=1, description="an LLM judge (label.scheme not scripted): new tokens of its answer"
-    )
-
-
-class EvaluateParams(PlayerParams):
-    n: int = Field(4, ge=1, description="candidates per held-out instance and Refiner")
-    bootstrap: int = Field(2000, ge=100, description="bootstrap resamples for the intervals")
-    seed: int = Field(0, description="seed of the held-out candidates")
-    conditions: list[str] = Field(
-        default_factory=lambda: ["direct", "refiner+direct", "react", "refiner+react"],
-        description="agents under test: an agent kind X, refiner+X (the trained Refiner "
-        "rewrites X's speeches) or bestN+X (N >= 1: the Measurer's best of N untrained "
-        "Refiner rewrites, the no-training peer; needs label.scheme: scripted); X and each "
-        "wrapped X are paired on the same seeds",
-    )
-    opponent: str = Field("direct", description="the agent of every other seat (paper: direct)")
-    camps: list[str] = Field(
-        default_factory=list, description="camps tested (empty: the game's main two)"
-    )
-    tournament_games: int = Field(0, ge=0, description="seeds per camp and condition (0: none)")
-    llm_games: int | None = Field(
-        None,
-        ge=0,
-        description="seeds per camp of the conditions whose X is an LLM agent (direct, react, "
-        "...; its refiner+X and bestN+X alike, so they stay paired), each of whose moves is a "
-        "model call; null: tournament_games",
-    )
-    tournament_seed: int = Field(100_000, description="first seed; apart from self-play seeds")
-    options: dict[str, Any] = Field(
-        default_factory=dict, description="game options of the tournament"
-    )
-    refiner_dtype: Dtype = Field(
-        "auto",
-        description="the Refiner's dtype in tournaments and in the held-out reward, before "
-        "and after training (local; int8: CPU)",
-    )
-    batch_games: int = Field(
-        256, ge=1, description="tables played at once (their LLM calls batched together)"
-    )
-    best_of: list[PositiveInt] = Field(
-        default_factory=list,
-        description="best-of-k held out, the no-training peer: the untrained Refiner samples "
-        "max(best_of) candidates and the Measurer keeps the best of the first k, for each k "
-        "(e.g. [1, 4, 8]); empty: none",
-    )
-    examples: int = Field(
-        5, ge=0, description="held-out instances shown side by side in the report"
-    )
-    viewer_games: int = Field(
-        4,
-        ge=0,
-        description="tournament games written as viewer pages (reports/GAME/games, MLflow "
-        "artifacts): the first of each condition, in turn",
-    )
-    behaviour: BehaviourSettings = Field(
-        default_factory=BehaviourSettings,
-        description="behaviour, not just the Measurer's number: the follower responds to "
-        "held-out candidates and the labeler judges its responses",
-    )
-
-
-    def games_of(self, condition: str) -> int:
-        """Seeds per camp that ``condition`` plays: ``llm_games`` where its X is an LLM agent
-        (when set), else ``tournament_games``."""
-        llm = parse_condition(condition).kind in LLM_AGENT_KINDS
-        return self.llm_games if llm and self.llm_games is not None else self.tournament_games
 
 
 class TrackingParams(Settings):
@@ -251,13 +104,15 @@ class Params(Settings):
         description="the games the pipeline runs (each stage per game)",
     )
     models: ModelsParams = _section(ModelsParams, "the LLM of each role")
-    selfplay: SelfplayParams = _section(SelfplayParams, "self-play games, the training data")
-    select: SelectParams = _section(SelectParams, "instances: a speech and its follower")
+    selfplay: SelfplaySettings = _section(SelfplaySettings, "self-play games, the training data")
+    select: SelectSettings = _section(SelectSettings, "instances: a speech and its follower")
     label: LabelSettings = _section(LabelSettings, "intents: desired and undesired responses")
     sample: SampleSettings = _section(SampleSettings, "the Refiner's candidates, prompt and output")
     score: ScoreSettings = _section(ScoreSettings, "the Measurer reward of each candidate")
     grpo: GRPOSettings = _section(GRPOSettings, "GRPO training of the Refiner's LoRA")
-    evaluate: EvaluateParams = _section(EvaluateParams, "held-out reward and win-rate tournaments")
+    evaluate: EvaluateSettings = _section(
+        EvaluateSettings, "held-out reward and win-rate tournaments"
+    )
     tactics: TacticsSettings = _section(
         TacticsSettings, "the rl_ins tactic policy: REINFORCE on scripted ONUW self-play"
     )

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+from pydantic import Field
 
 from stackelberg.agents.prompting import (
     build_messages,
@@ -31,6 +32,7 @@ from stackelberg.agents.prompts.words import speech_line
 from stackelberg.datasets import read_dataset
 from stackelberg.games import Game, game_class
 from stackelberg.games.base import player_name
+from stackelberg.settings import Settings
 
 CANDIDATE_SLOT = "\x00CANDIDATE\x00"
 
@@ -79,6 +81,13 @@ def speech_instances(
             }
         )
     return rows
+
+
+class SelectSettings(Settings):
+    instances: int = Field(12, ge=1, description="instances to select (paper: 4000)")
+    test_fraction: float = Field(0.25, gt=0, lt=1, description="share of game seeds held out")
+    seed: int = Field(0, description="seed of the balanced draw and the split")
+    min_words: int = Field(3, ge=1, description="speech shorter than this is not an instance")
 
 
 def split_seeds(seeds: Iterable[int], test_fraction: float, seed: int) -> set[int]:
