@@ -337,7 +337,7 @@ def test_an_adapter_config_is_written_the_same_whatever_order_peft_kept_its_modu
     written = []
     for i, modules in enumerate(orders):
         config = json.dumps({"target_modules": modules, "r": 16}).encode()
-        files = {"adapter_config.json": config, "variants/neg_only/adapter_config.json": config}
+        files = {"adapter_config.json": config, "extra/neg_only/adapter_config.json": config}
         out = write_adapter(files | {"adapter_model.safetensors": b"w"}, tmp_path / str(i))
         written.append([(out / n).read_bytes() for n in sorted(files)])
     assert written[0] == written[1]
