@@ -23,10 +23,10 @@ from stackelberg.persuasion.context import InstanceView, instance_rows
 from stackelberg.persuasion.measurer import load_measurer
 
 #: the params section of a stage not named after it (each runs once, not per game)
-SECTION_OF = {"base_model": "models", "report": "evaluate", "grpo_all": "grpo"}
-#: the module of a stage that runs another stage's code: grpo_all trains the joint Refiner
-#: (grpo.joint) with the grpo stage's, its game ``all`` (``grpo_outputs.JOINT_REFINER``)
-MODULE_OF = {"grpo_all": "grpo"}
+SECTION_OF = {"base_model": "models", "report": "evaluate", "grpo_joint": "grpo"}
+#: the module of a stage that runs another stage's code: grpo_joint trains the joint Refiner
+#: (grpo.joint) with the grpo stage's
+MODULE_OF = {"grpo_joint": "grpo"}
 
 
 def stage_module(stage: str) -> str:
@@ -37,7 +37,8 @@ def stage_module(stage: str) -> str:
 def register_stage(name: str, outs: tuple[str, ...], section: str | None = None) -> None:
     """Run ``stages.<name>``, a module dvc.yaml does not list (a test's stand-in), in this
     process: its outputs (paths, ``${item}`` for the game), and for a stage that runs once
-    for all games, the params section it reads (None: per game, its own section)."""
+    (not per game: its game ``graph.ONCE``), the params section it reads (None: per game,
+    its own section)."""
     graph.add_stage(
         graph.StageSpec(name=name, per_game=section is None, games=None, outs=tuple(outs))
     )

@@ -26,6 +26,9 @@ DVC_YAML = Path("dvc.yaml")
 HOME_DVC_YAML = Path(__file__).resolve().parents[1] / "dvc.yaml"
 #: the one variable a stage's text may name: the game of a ``foreach`` over games
 ITEM = "${item}"
+#: the game of a stage that runs once, not per game (base_model, grpo_joint, report): its
+#: paths name no game, its runs are STAGE@once
+ONCE = "once"
 #: a stage's keys that name output paths
 OUTPUT_KEYS = ("outs", "metrics", "plots")
 #: what else a stage may say (the rest is refused, so nothing is read half)
@@ -142,6 +145,6 @@ def add_stage(spec: StageSpec) -> None:
     _ADDED[spec.name] = spec
 
 
-def output(stage_name: str, game: str = "all") -> Path:
+def output(stage_name: str, game: str = ONCE) -> Path:
     """Where ``stage_name`` writes for ``game`` (``StageSpec.output``)."""
     return stage(stage_name).output(game)

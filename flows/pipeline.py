@@ -179,6 +179,7 @@ def pipeline(
     """Run every stale stage in order; returns timings (stage work vs orchestration).
     ``order``: ``checked_order(targets)``, when ``main`` has already checked it before Prefect."""
     import flows.dvc_internals  # noqa: F401  a DVC it cannot drive fails here, before any stage
+    from flows import graph
     from flows.context import current_params, freeze_libraries
     from flows.runners import shared_cluster
     from flows.stage import no_heartbeats, run_stage
@@ -202,7 +203,7 @@ def pipeline(
             t0 = time.perf_counter()
             if orchestration is None:
                 orchestration = cluster.enter_context(shared_cluster(params.orchestration))
-            metrics = run_stage(stage, game or "all", orchestration)
+            metrics = run_stage(stage, game or graph.ONCE, orchestration)
             record_in_lock(name)
             work += metrics.get("work_seconds", 0.0)
             times.append((name, time.perf_counter() - t0, peak_rss_gib()))
@@ -228,9 +229,7 @@ def pipeline(
         f"(orchestration {summary['orchestration_seconds']:.1f}s, "
         f"{summary['orchestration_fraction']:.1%})"
     )
-    from flows import graph
-
-    summary_file = graph.stage("report").output("all")
+    summary_file = graph.stage("report").output(graph.ONCE)
     if summary_file.exists():
         print(f"summary: {summary_file.resolve()}")
     return summary

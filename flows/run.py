@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None, *, own_process: bool = False) -> int:
             pass
         else:
             api.start()
-    return run_cli(args.stage, args.game or "all")
+    return run_cli(args.stage, args.game or graph.ONCE)
 
 
 if __name__ == "__main__":

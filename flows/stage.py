@@ -52,6 +52,7 @@ from flows.context import (
     stage_context,
     stage_module,
 )
+from flows.graph import ONCE
 from flows.runners import api_for_workers, in_process_runner, task_runner
 from flows.tracking import setup_mlflow, stage_run
 from stackelberg.io import atomic_writer
@@ -222,8 +223,8 @@ def run_items(ctx: StageContext, items: list[Any], fingerprint: str) -> tuple[li
 @flow(
     name="stage", flow_run_name="{stage}@{game}", log_prints=True, task_runner=in_process_runner()
 )
-def stage_flow(stage: str, game: str = "all") -> dict[str, Any]:
-    """Run one stage for one game (``all`` for stages that are not per game)."""
+def stage_flow(stage: str, game: str = ONCE) -> dict[str, Any]:
+    """Run one stage for one game (``graph.ONCE`` for a stage that is not per game)."""
     module = importlib.import_module(stage_module(stage))
     ctx: StageContext = stage_context(stage, game)
     started = time.perf_counter()
@@ -283,7 +284,7 @@ def _start_meanwhile(stage: str) -> None:
 
 
 def run_stage(
-    stage: str, game: str = "all", orchestration: OrchestrationParams | None = None
+    stage: str, game: str = ONCE, orchestration: OrchestrationParams | None = None
 ) -> dict[str, Any]:
     """Run one stage's flow on the task runner of ``orchestration`` (default: params'; the
     pipeline passes the one of its shared cluster)."""

@@ -11,10 +11,10 @@ seats play with the tactics stage's policy (models/tactics/onuw), handed to them
 policy (models/lspo/werewolf), on the ``lspo`` route (``evaluation.routes``); ``bestN+X``
 seats with the untrained Refiner and the Measurer (``refiner_base`` and ``measurer`` routes),
 labeling and scoring as the label and score stages do. The joint Refiner (``grpo.joint``,
-models/refiner/all) samples and is scored beside the game's own, as are the Refiners of
-``grpo.variants``, and plays as ``refiner-all+X``; with ``label.both_views`` the Refiners of
-the information table are also scored against the other view's intents
-(``evaluation.transfer``).
+models/refiner/joint) samples and is scored beside the game's own, as are the game's extra
+Refiners (``grpo.ablations``, ``grpo.views``, ``grpo.member_refiners``), and plays as
+``refiner-joint+X``; with ``label.both_views`` the Refiners of the information table are
+also scored against the other view's intents (``evaluation.transfer``).
 
 The work is the library's (``evaluation.held_out_scoring``, ``evaluation.routes``,
 ``evaluation.tournament``, ``evaluation.metrics``, ``evaluation.plots``); this module picks
@@ -28,7 +28,7 @@ from contextlib import ExitStack
 
 from stackelberg.agents.refiner import RefinerProfile
 from stackelberg.datasets import of_split, read_dataset, seed_of
-from stackelberg.evaluation.ablation import VARIANT_KEY
+from stackelberg.evaluation.ablation import TERMS_KEY
 from stackelberg.evaluation.behaviour import behaviour_followers
 from stackelberg.evaluation.ground_truth import ground_truth_summary
 from stackelberg.evaluation.held_out import held_out_details
@@ -63,9 +63,9 @@ from stackelberg.persuasion.exact_follower import exact_follower_for
 from stackelberg.persuasion.intents import SCRIPTED
 from stackelberg.persuasion.measurer import measurer_backends
 from stackelberg.training.grpo_outputs import (
+    EXTRA,
     JOINT_REFINER,
     TRAIN_HISTORY,
-    VARIANTS,
     train_history_rates,
 )
 from stackelberg.viewer import render_pages, tournament_entries, write_pages
@@ -76,15 +76,15 @@ HELD_OUT = "held_out_reward"
 VIEWER_FOLDER = "games"
 
 
-def refiner_profile(ctx, trained: bool, variant: str | None = None) -> RefinerProfile:
+def refiner_profile(ctx, trained: bool, extra: str | None = None) -> RefinerProfile:
     """The Refiner as it runs (``Params.refiner_profile``), untrained or with this game's
-    trained adapter beside its weights (``variant``: the one trained on that other reward
-    variant or view, ``grpo.variants``; ``all``: the joint Refiner, ``grpo.joint``): the
+    trained adapter beside its weights (``extra``: the game's extra Refiner of that name,
+    ``GRPOSettings.extra_refiners``; ``joint``: the joint Refiner, ``grpo.joint``): the
     held-out reward compares them as they play."""
-    if variant == JOINT_REFINER:
-        adapter = ctx.path("grpo_all")
+    if extra == JOINT_REFINER:
+        adapter = ctx.path("grpo_joint")
     else:
-        adapter = ctx.path("grpo") / VARIANTS / variant if variant else ctx.path("grpo")
+        adapter = ctx.path("grpo") / EXTRA / extra if extra else ctx.path("grpo")
     return ctx.params.refiner_profile(ctx.game, adapter if trained else None)
 
 
@@ -170,18 +170,18 @@ def held_out_samples(ctx) -> dict:
     if df.is_empty():
         return {}
     rows, views = ctx.instances("intents", df["instance_id"].to_list())
-    variants = ctx.params.for_game("grpo", ctx.game).refiner_variants()
+    extra = ctx.params.for_game("grpo", ctx.game).extra_refiners()
     if ctx.params.grpo.joint:  # the joint Refiner, beside the game's own
-        variants = [*variants, JOINT_REFINER]
+        extra = [*extra, JOINT_REFINER]
     # The Refiners sample first, beside the players only: the Measurer and the Refiner base
     # left by earlier stages (one copy in float32, two when the Measurer has its own dtype)
     # make room for loading the Refiners' base (read in float32, then int8; the trained
     # ones run their adapter beside the same weights), and the Measurer comes back after.
     refiners = {UNTRAINED: refiner_profile(ctx, False), TRAINED: refiner_profile(ctx, True)}
-    refiners |= {v: refiner_profile(ctx, True, v) for v in variants}
+    refiners |= {name: refiner_profile(ctx, True, name) for name in extra}
     ctx.release_models("player", "labeler", also=tuple(r.model for r in refiners.values()))
     seeds = candidate_seeds([seed_of(r["instance_id"]) for r in rows], p.seed)
-    return sample_held_out(ctx.model, refiners, variants, rows, views, p.n, p.best_of, seeds)
+    return sample_held_out(ctx.model, refiners, extra, rows, views, p.n, p.best_of, seeds)
 
 
 def held_out_measurer(ctx, also: tuple[LLMConfig, ...] = ()):
@@ -369,8 +369,8 @@ def finish(ctx, results) -> dict:
         mlflow.log_artifact(str(png), "plots")
     mlflow.log_artifact(str(out / METRICS))
     mlflow.log_metrics(mlflow_metrics(metrics))
-    # The reward ablation (evaluation.ablation) finds this run by the variant it trained on.
-    mlflow.set_tag(VARIANT_KEY, ctx.params.for_game("score", ctx.game).variant)
+    # The reward ablation (evaluation.ablation) finds this run by the terms it trained on.
+    mlflow.set_tag(TERMS_KEY, ctx.params.for_game("score", ctx.game).terms)
     r = metrics["reward"] or {}
     return {
         "games_played": len(records),
@@ -386,7 +386,7 @@ def transfer_details(ctx, scored: dict) -> dict:
     if joint := ctx.params.grpo.joint:
         measurer = scored["measurer"]
         out["joint"] = joint_comparison(
-            measurer, measurer["variants"][JOINT_REFINER], p.n, joint, ctx.game, p.bootstrap, p.seed
+            measurer, measurer["extra"][JOINT_REFINER], p.n, joint, ctx.game, p.bootstrap, p.seed
         )
     if "other_view" in scored:
         own_view = ctx.params.for_game("label", ctx.game).view

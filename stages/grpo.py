@@ -7,9 +7,9 @@ of the MLflow registered model ``refiner-GAME``. With ``grpo.launch`` set, the t
 under ``accelerate launch`` on several GPUs (``training.launch``), each process running this
 module's ``main``.
 
-The same module trains the joint Refiner (``grpo.joint``), as the stage grpo_all (its game
-``all``, ``JOINT_REFINER``): one Refiner on every joint game's train instances, each prompted
-and rewarded as its game's own Refiner is, into models/refiner/all (``refiner-all``).
+The same module trains the joint Refiner (``grpo.joint``), as the stage grpo_joint
+(``JOINT_STAGE``): one Refiner on every joint game's train instances, each prompted and
+rewarded as its game's own Refiner is, into models/refiner/joint (``refiner-joint``).
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ from stackelberg.agents.refiner import Candidate, parse_refiner_output
 from stackelberg.datasets import game_of, labeled_split
 from stackelberg.persuasion.candidates import refiner_prompt
 from stackelberg.persuasion.intents import VIEWS, other_view_row
-from stackelberg.persuasion.measurer import ensemble_names, measure_completions, member_variant
+from stackelberg.persuasion.measurer import ensemble_names, measure_completions, member_refiner
 from stackelberg.training.grpo import train_refiner
 from stackelberg.training.grpo_outputs import (
+    EXTRA,
     JOINT_GAMES,
     JOINT_REFINER,
     PARSE_RATE,
     TRAIN_HISTORY,
-    VARIANTS,
     train_history_rates,
     write_adapter,
     write_no_joint,
@@ -45,31 +45,32 @@ from stackelberg.training.prompt_rewards import (
     step_prompt_rewards,
 )
 
+#: the stage that runs this module for the joint Refiner (dvc.yaml; flows/context.py: MODULE_OF)
+JOINT_STAGE = "grpo_joint"
+
 
 def plan(ctx) -> list[dict]:
-    """The game's Refiner, then one per other reward variant (``grpo.variants``, the
-    ablation), then one per member of an ensemble Measurer trained against it alone
-    (``grpo.member_refiners``), on the same instances. The joint Refiner: ``joint_plan``."""
-    if ctx.game == JOINT_REFINER:
+    """The game's Refiner, then its extra Refiners on the same instances: one per entry of
+    the reward ablation (``grpo.ablations``), of ``grpo.views``, then one per member of an
+    ensemble Measurer, trained against it alone (``grpo.member_refiners``). The joint
+    Refiner: ``joint_plan``."""
+    if ctx.stage == JOINT_STAGE:
         return joint_plan(ctx)
     df = labeled_split(ctx.path("label"), "train", "train the Refiner on")
     ids = df["instance_id"].to_list()
-    variants = ctx.section.variants
-    members = ctx.section.member_refiners
+    section = ctx.section
     return (
         [{"label": "train", "ids": ids}]
-        + [{"label": variant_label(v), "ids": ids, "variant": v} for v in variants]
         + [
-            {"label": f"against {m} alone", "ids": ids, "variant": member_variant(m), "member": m}
-            for m in members
+            {"label": f"train on the {name} {kind}", "ids": ids, "extra": name}
+            for names, kind in ((section.ablations, "reward"), (section.views, "intents"))
+            for name in names
+        ]
+        + [
+            {"label": f"against {m} alone", "ids": ids, "extra": member_refiner(m), "member": m}
+            for m in section.member_refiners
         ]
     )
-
-
-def variant_label(variant: str) -> str:
-    """A variant Refiner's work item: trained on another reward, or on the other view's
-    intents."""
-    return f"train on the {variant} {'intents' if variant in VIEWS else 'reward'}"
 
 
 def joint_plan(ctx) -> list[dict]:
@@ -86,9 +87,9 @@ def joint_plan(ctx) -> list[dict]:
     return [{"label": f"train on {', '.join(games)}", "ids": ids}] if games else []
 
 
-def train_instances(ctx, ids: list[str], variant: str | None) -> tuple[list[dict], list]:
+def train_instances(ctx, ids: list[str], extra: str | None) -> tuple[list[dict], list]:
     """The intents rows of ``ids`` and their views, read from each one's game (several for
-    the joint Refiner); for a Refiner of the other view (``variant`` in ``VIEWS``), with
+    the joint Refiner); for the Refiner of the other view (``extra`` in ``VIEWS``), with
     that view's responses as its desired and undesired ones."""
     rows, views = [], []
     by_game: dict[str, list[str]] = defaultdict(list)
@@ -96,7 +97,7 @@ def train_instances(ctx, ids: list[str], variant: str | None) -> tuple[list[dict
         by_game[game_of(i)].append(i)
     for game, game_ids in by_game.items():
         game_rows, game_views = replace(ctx, game=game).instances("intents", game_ids)
-        rows += [other_view_row(r) for r in game_rows] if variant in VIEWS else game_rows
+        rows += [other_view_row(r) for r in game_rows] if extra in VIEWS else game_rows
         views += game_views
     return rows, views
 
@@ -109,33 +110,34 @@ def work(ctx, item) -> dict:
     ctx.path().parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".grpo-", dir=ctx.path().parent) as scratch:
         adapter = Path(scratch) / "adapter"
-        variant, member = item.get("variant"), item.get("member")
+        extra, member = item.get("extra"), item.get("member")
         if settings.launch == "none":
-            train_game(ctx, item["ids"], adapter, variant, member)
+            train_game(ctx, item["ids"], adapter, extra, member)
         else:
             ctx.release_models()  # the GPUs' memory is the launched processes'
             job = Path(scratch) / "job.pkl"
-            job.write_bytes(pickle.dumps((ctx, item["ids"], variant, member)))
+            job.write_bytes(pickle.dumps((ctx, item["ids"], extra, member)))
             run_launched(launch_command(settings, __spec__.name, [str(job), str(adapter)]))
         summary = json.loads((adapter / TRAIN_HISTORY).read_text())
         # The files travel in the (persisted) result: `dvc repro` deletes the stage's
         # outputs before rerunning it, so a cached result must not point at them.
         files = {f.name: f.read_bytes() for f in adapter.iterdir()}
-    return {**summary, "adapter_files": files, "variant": variant}
+    return {**summary, "adapter_files": files, "extra": extra}
 
 
 def train_game(
-    ctx, ids: list[str], adapter_dir: Path, variant: str | None = None, member: str | None = None
+    ctx, ids: list[str], adapter_dir: Path, extra: str | None = None, member: str | None = None
 ) -> None:
-    """Train the game's Refiner on the instances ``ids`` (``variant``: on that reward
-    variant instead of score.variant; with ``member``, the variant trained against that
-    member of an ensemble Measurer alone); the adapter and its history land in
+    """Train the game's Refiner on the instances ``ids`` (``extra``: the extra Refiner of
+    that name instead, on those reward terms instead of score.terms, or on that view's
+    intents; with ``member``, the member Refiner trained against that member of an ensemble
+    Measurer alone); the adapter and its history land in
     ``adapter_dir`` (in a launched run, from the main process only). An ensemble's members'
     mean rewards go into each step's history (``member_reward/NAME``)."""
     # Training loads its own copy of the Refiner: only the Measurer and the Refiner's
     # tokenizer stay loaded beside it (the players and the labeler come back for evaluate).
     ctx.release_models("refiner", "measurer", keep_prefixes=("measurer",))
-    rows, views = train_instances(ctx, ids, variant)
+    rows, views = train_instances(ctx, ids, extra)
     refiner_cfg = ctx.params.models.refiner
     if refiner_cfg.backend != "local":
         raise ValueError("grpo: models.refiner must be a local model (a checkpoint to train)")
@@ -144,8 +146,8 @@ def train_game(
     scores = {g: ctx.params.for_game("score", g) for g in dict.fromkeys(r["game"] for r in rows)}
     if member is not None:
         measurer = measurer.member(member)
-    elif variant is not None and variant not in VIEWS:
-        scores = {g: s.model_copy(update={"variant": variant}) for g, s in scores.items()}
+    elif extra is not None and extra not in VIEWS:
+        scores = {g: s.model_copy(update={"terms": extra}) for g, s in scores.items()}
     members = ensemble_names(measurer)
     by_id = {r["instance_id"]: (r, v) for r, v in zip(rows, views, strict=True)}
     # one style (output format, stop, token limit) for every game: the joint Refiner's
@@ -210,7 +212,7 @@ def train_game(
         adapter_dir,
         completion_limit=room,
         stop=profile.style.stop,
-        desc=f"grpo@{ctx.game} steps" + (f", {variant} reward" if variant else ""),
+        desc=f"{ctx.stage}@{ctx.game} steps" + (f", {extra}" if extra else ""),
     )
     from accelerate.utils import gather_object
 
@@ -232,20 +234,19 @@ def train_game(
 def finish(ctx, results) -> dict:
     import mlflow
 
-    if not results:  # grpo_all without grpo.joint: its output names no game
+    if not results:  # grpo_joint without grpo.joint: its output names no game
         write_no_joint(ctx.path())
         return {}
     res, others = results[0], results[1:]
     adapter = ctx.path()
     files = dict(res["adapter_files"])
-    if ctx.game == JOINT_REFINER:  # the games it trained on, beside the adapter
+    joint = ctx.stage == JOINT_STAGE
+    if joint:  # the games it trained on, beside the adapter
         files[JOINT_GAMES] = json.dumps(ctx.section.joint).encode()
-    for other in others:  # the ablation's Refiners, inside the game's
-        files |= {
-            f"{VARIANTS}/{other['variant']}/{k}": v for k, v in other["adapter_files"].items()
-        }
+    for other in others:  # the extra Refiners, inside the game's
+        files |= {f"{EXTRA}/{other['extra']}/{k}": v for k, v in other["adapter_files"].items()}
     write_adapter(files, adapter)
-    for prefix, run in [("train", res)] + [(f"train_{o['variant']}", o) for o in others]:
+    for prefix, run in [("train", res)] + [(f"train_{o['extra']}", o) for o in others]:
         for step, metrics in enumerate(run["history"], 1):
             mlflow.log_metrics(
                 {
@@ -264,10 +265,10 @@ def finish(ctx, results) -> dict:
                 },
                 step=step,
             )
-    register_adapter(adapter, f"refiner-{ctx.game}")
+    register_adapter(adapter, f"refiner-{JOINT_REFINER if joint else ctx.game}")
     for other in others:
-        variant = other["variant"]
-        register_adapter(adapter / VARIANTS / variant, f"refiner-{ctx.game}-{variant}", variant)
+        name = other["extra"]
+        register_adapter(adapter / EXTRA / name, f"refiner-{ctx.game}-{name}", name)
     rewards = [h["reward"] for h in res["history"] if "reward" in h]
     rates = train_history_rates(res["history"], res.get("completions_per_step", 0))
     return {
@@ -286,16 +287,16 @@ def finish(ctx, results) -> dict:
     }
 
 
-def register_adapter(adapter: Path, name: str, variant: str | None = None) -> str:
-    """Log the adapter to the active run and register it as a new model version (a
-    ``variant``'s under its own artifact path)."""
+def register_adapter(adapter: Path, name: str, extra: str | None = None) -> str:
+    """Log the adapter to the active run and register it as a new model version (an
+    ``extra`` Refiner's under its own artifact path)."""
     import mlflow
     from mlflow import MlflowClient
 
-    path = "refiner-adapter" + (f"-{variant}" if variant else "")
-    if variant:
+    path = "refiner-adapter" + (f"-{extra}" if extra else "")
+    if extra:
         mlflow.log_artifacts(str(adapter), path)
-    else:  # the game's Refiner alone: its variants are logged apart
+    else:  # the game's Refiner alone: its extra Refiners are logged apart
         for f in adapter.iterdir():
             if f.is_file():
                 mlflow.log_artifact(str(f), path)
@@ -323,8 +324,8 @@ def main(argv: list[str] | None = None) -> None:
 
         if torch.cuda.is_available():
             torch.cuda.set_device(int(local_rank))
-    ctx, ids, variant, member = pickle.loads(Path(job).read_bytes())
-    train_game(ctx, ids, Path(adapter_dir), variant, member)
+    ctx, ids, extra, member = pickle.loads(Path(job).read_bytes())
+    train_game(ctx, ids, Path(adapter_dir), extra, member)
 
 
 if __name__ == "__main__":

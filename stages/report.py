@@ -1,5 +1,5 @@
 """report: reports/summary.md, the paper-style tables of every game, with the plots, and the
-reward ablation across the score.variant runs logged to MLflow."""
+reward ablation across the score.terms runs logged to MLflow."""
 
 from __future__ import annotations
 

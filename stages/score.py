@@ -57,7 +57,7 @@ def work(ctx, item) -> list[dict]:
                         )
                     },
                     **{k: list(d[k]) for k in ("pos_means", "neg_means", "pos_sums", "neg_sums")},
-                    "variant": settings.variant,
+                    "variant": settings.terms,  # score.terms, in a column of its older name
                     "aggregation": settings.aggregation,
                     "history_cut": cut,
                     "members": members,

@@ -50,7 +50,7 @@ def test_paper_scale_is_the_papers():
     [
         ("grpo: {learnin_rate: 0.1}\n", "grpo.learnin_rate"),
         ("grpo: {learning_rate: fast}\n", "grpo.learning_rate"),
-        ("score: {variant: both}\n", "score.variant"),
+        ("score: {terms: both}\n", "score.terms"),
         ("models: {measurer: {backend: gpt}}\n", "models.measurer.backend"),
         ("game_overrides: {werewolf: {grpo: {beta: -1}}}\n", "game_overrides.werewolf.grpo"),
         ("game_overrides: {werewolf: {training: {}}}\n", "training"),
@@ -75,6 +75,35 @@ def test_bad_params_are_one_line(tmp_path, text, words):
     with pytest.raises(ParamsError) as err:
         load_params(path)
     assert words in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("score: {variant: pos_only}\n", "score.variant was renamed: use score.terms"),
+        # refused before the section is read: the rename, not the bad clamp, is what it says
+        ("score: {variant: full, clamp: -1}\n", "score.variant was renamed: use score.terms"),
+        (
+            "grpo: {variants: [speaker_only]}\n",
+            "grpo.variants was renamed: use grpo.ablations (reward terms) or grpo.views "
+            "(information views)",
+        ),
+        (
+            "game_overrides: {werewolf: {score: {variant: neg_only}}}\n",
+            "game_overrides.werewolf.score.variant was renamed: use score.terms",
+        ),
+        (
+            "game_overrides: {avalon: {grpo: {variants: [pos_only]}}}\n",
+            "game_overrides.avalon.grpo.variants was renamed: use grpo.ablations",
+        ),
+    ],
+)
+def test_renamed_keys_are_refused_in_one_line_naming_the_new_one(tmp_path, text, message):
+    path = tmp_path / "params.yaml"
+    path.write_text(text)
+    with pytest.raises(ParamsError) as err:
+        load_params(path)
+    assert str(err.value).startswith(f"{path}: {message}") and "\n" not in str(err.value)
 
 
 @pytest.fixture
@@ -179,8 +208,9 @@ EXACT = "{exact: follower}"
         ("selfplay: {choice: guess}\n", "selfplay.choice"),
         ("evaluate: {max_choice_attempts: 0}\n", "evaluate.max_choice_attempts"),
         ("selfplay: {max_speech_attempts: 0}\n", "selfplay.max_speech_attempts"),
-        ("grpo: {variants: [full]}\n", "'full' is score.variant, the game's own Refiner"),
-        ("grpo: {variants: [pos_only, pos_only]}\n", "each variant once"),
+        ("grpo: {ablations: [full]}\n", "'full' is score.terms, the game's own Refiner's"),
+        ("grpo: {ablations: [pos_only, pos_only]}\n", "each reward's terms once"),
+        ("grpo: {views: [speaker_only, speaker_only]}\n", "each view once"),
         ("evaluate: {best_of: [1, 0]}\n", "evaluate.best_of"),
         (
             "models: {unseen_follower: {backend: anthropic, model: claude}}\n",
@@ -204,18 +234,19 @@ EXACT = "{exact: follower}"
             "grpo.joint: game_overrides.avalon changes the Refiner's prompt, completion limit or",
         ),
         (
-            "grpo: {variants: [speaker_only]}\n",
-            "grpo.variants (werewolf): 'speaker_only' trains on the other view's intents; "
+            "grpo: {views: [speaker_only]}\n",
+            "grpo.views (werewolf): 'speaker_only' trains on the other view's intents; "
             "set label.both_views: true",
         ),
         (
-            "label: {both_views: true}\ngrpo: {variants: [full_information]}\n",
+            "label: {both_views: true}\ngrpo: {views: [full_information]}\n",
             "'full_information' is label.full_information's view",
         ),
-        ("grpo: {variants: [hidden_view]}\n", "grpo.variants.0"),
+        ("grpo: {views: [hidden_view]}\n", "grpo.views.0"),
+        ("grpo: {ablations: [speaker_only]}\n", "grpo.ablations.0"),
         (
-            "evaluate: {conditions: [direct, refiner-all+direct]}\n",
-            "refiner-all+direct plays the joint Refiner; set grpo.joint",
+            "evaluate: {conditions: [direct, refiner-joint+direct]}\n",
+            "refiner-joint+direct plays the joint Refiner; set grpo.joint",
         ),
         (
             "evaluate: {conditions: [direct, refiner-pos_only+direct]}\n",
@@ -265,12 +296,13 @@ def test_the_joint_and_the_other_views_refiners_load_where_they_can_work(tmp_pat
     path.write_text(
         JOINT
         + "label: {both_views: true, full_information: false}\n"
-        + "game_overrides: {werewolf: {grpo: {variants: [full_information, pos_only]}}}\n"
-        + "evaluate: {conditions: [direct, refiner-all+direct, refiner+direct]}\n"
+        + "game_overrides: {werewolf: {grpo: {views: [full_information], ablations: [pos_only]}}}\n"
+        + "evaluate: {conditions: [direct, refiner-joint+direct, refiner+direct]}\n"
     )
     params = load_params(path)
     assert params.grpo.joint == ["werewolf", "avalon", "onuw"]
-    assert params.for_game("grpo", "werewolf").variants == ["full_information", "pos_only"]
+    werewolf = params.for_game("grpo", "werewolf")
+    assert werewolf.extra_refiners() == ["pos_only", "full_information"]
     limits = load_params(ROOT / "configs/limits.yaml")
     assert len(limits.grpo.joint) >= 2 and set(limits.games) - set(limits.grpo.joint)
     assert all(limits.for_game("label", g).both_views for g in limits.games)

@@ -21,7 +21,7 @@ def test_the_followers_config_loads_an_ensemble_and_a_refiner_against_one_member
     measurer = params.models.measurer
     assert [(m.name, m.weight) for m in measurer] == [("smollm2", 1.0), ("gemma3", 1.0)]
     assert params.grpo.member_refiners == ["smollm2"]
-    assert params.grpo.refiner_variants() == ["vs_smollm2"]
+    assert params.grpo.extra_refiners() == ["vs_smollm2"]
     unseen = params.models.unseen_follower
     assert (unseen.dtype, unseen.chat_template) == ("int8", False)
     assert params.evaluate.behaviour.responses >= 1
@@ -77,5 +77,5 @@ def test_an_ensemble_member_refiner_and_measurer_responses_load(tmp_path):
         ENSEMBLE + "grpo: {member_refiners: [small]}\n"
         "evaluate: {behaviour: {responses: 1, followers: [measurer]}}\n",
     )
-    assert params.grpo.refiner_variants() == ["vs_small"]
+    assert params.grpo.extra_refiners() == ["vs_small"]
     assert params.evaluate.behaviour.followers == ["measurer"]

@@ -7,27 +7,13 @@ very classes: a key exists in one place, with its type, default, bounds and desc
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 
 class Settings(BaseModel):
     """Unknown keys are refused, values are checked on construction, instances never change."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-    #: keys a section no longer has, each with where it went: refused in one line that says so
-    moved_keys: ClassVar[dict[str, str]] = {}
-
-    @model_validator(mode="before")
-    @classmethod
-    def _refuse_moved_keys(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            for key, where in cls.moved_keys.items():
-                if key in data:
-                    raise ValueError(f"{key} is no longer a key here: {where}")
-        return data
 
 
 class SamplingSettings(Settings):

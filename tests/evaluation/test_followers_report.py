@@ -34,13 +34,13 @@ def scored() -> dict:
         "measurer": {
             "pool": ens((0.0, 0.0), (1.0, -1.0)),
             "after": ens((2.0, 2.0), (1.0, 3.0)),
-            "variants": {"vs_a": ens((3.0, -1.0), (2.0, 0.0))},
+            "extra": {"vs_a": ens((3.0, -1.0), (2.0, 0.0))},
         },
         "members": ["a", "b"],
         "unseen": {
             "pool": one(0.0, 0.0),
             "after": one(1.0, 0.5),
-            "variants": {"vs_a": one(0.5, 0.0)},
+            "extra": {"vs_a": one(0.5, 0.0)},
         },
         "unseen_model": "models/base",
         "behaviour": {
@@ -105,12 +105,12 @@ def test_the_behaviour_rates_reach_metrics_and_the_report():
     assert ensemble.rows[-1][-1].startswith("+0.500 [")
     titles = [t.title for t in report_tables(metrics)]
     assert ensemble.title in titles and table.title in titles
-    assert not any("ablation" in t for t in titles)  # vs_a is no reward variant
+    assert not any("ablation" in t for t in titles)  # vs_a is a member Refiner, not the ablation
 
 
 def test_without_members_or_responses_there_is_no_table():
     plain = scored()
-    plain["measurer"]["variants"], plain["unseen"]["variants"] = {}, {}
+    plain["measurer"]["extra"], plain["unseen"]["extra"] = {}, {}
     del plain["behaviour"]
     details = held_out_details(ROWS, plain, 1, [], 1, 200, 0)
     assert "ensemble" not in details and "behaviour" not in details

@@ -70,7 +70,7 @@ def _held_out(game_name: str, instances: int = 4) -> dict:
         "rows": rows,
         "views": views,
         "room": 40,
-        "variants": {},
+        "extra": {},
         "pool": [[said(s) for s in grammar_speeches(v, pairs=False)[:4]] for v in views],
         "after": [[said(b.speech)] for b in best],
         "before_outputs": rates,

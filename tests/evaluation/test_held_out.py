@@ -93,7 +93,7 @@ def test_details_from_the_scored_records():
     measurer = {
         "pool": [[cand(1.0), cand(5.0), cand(0.0)] for _ in rows],
         "after": [[cand(2.0), cand(2.0)] for _ in rows],
-        "variants": {"pos_only": [[cand(0.5)] for _ in rows]},
+        "extra": {"pos_only": [[cand(0.5)] for _ in rows]},
     }
     unseen = {
         "pool": [[cand(0.0), cand(1.0), cand(1.0)] for _ in rows],
@@ -114,7 +114,7 @@ def test_details_from_the_scored_records():
 
 def test_the_details_as_mlflow_metrics():
     rows = [{"instance_id": "w-1", "base_utterance": "Hi.", "desired": ["a"], "undesired": ["b"]}]
-    measurer = {"pool": [[cand(1.0), cand(3.0)]], "after": [[cand(2.0)]], "variants": {}}
+    measurer = {"pool": [[cand(1.0), cand(3.0)]], "after": [[cand(2.0)]], "extra": {}}
     scored = {"measurer": measurer, "unseen": measurer, "unseen_model": "m"}
     details = held_out_details(rows, scored, n=1, ks=[2], n_examples=0, resamples=100, seed=0)
     flat = held_out_mlflow("werewolf", details)
@@ -148,7 +148,7 @@ def test_the_held_out_tables_show_the_measured_cells():
     measurer = {
         "pool": [[cand(1.0), cand(3.0)], [cand(1.0), cand(3.0)]],
         "after": [[cand(2.0)], [cand(2.0)]],
-        "variants": {"neg_only": [[cand(-1.0)], [cand(-1.0)]]},
+        "extra": {"neg_only": [[cand(-1.0)], [cand(-1.0)]]},
     }
     scored = {"measurer": measurer, "unseen": measurer, "unseen_model": "gemma"}
     details = held_out_details(rows, scored, n=1, ks=[1, 2], n_examples=1, resamples=100, seed=0)

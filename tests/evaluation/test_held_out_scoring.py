@@ -1,5 +1,5 @@
 """The held-out reward's candidates: the untrained Refiner samples a pool for best-of-k, its
-first n are the "before" group, the variants' Refiners are kept apart, and every Refiner
+first n are the "before" group, the extra Refiners are kept apart, and every Refiner
 samples on the same seeds, apart from the sample stage's."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def test_each_refiner_samples_on_the_same_seeds_and_the_pool_serves_best_of(monk
     settings = SampleSettings(max_new_tokens=24)
     refiners = {
         name: settings.profile(model)
-        for name, model in [("pool", "untrained"), ("after", "trained"), ("pos_only", "variant")]
+        for name, model in [("pool", "untrained"), ("after", "trained"), ("pos_only", "ablation")]
     }
     rows = [{"instance_id": "werewolf-1-5"}, {"instance_id": "werewolf-1-9"}]
     sampled = sample_held_out(
@@ -47,8 +47,8 @@ def test_each_refiner_samples_on_the_same_seeds_and_the_pool_serves_best_of(monk
         [1, 3],
         [7, 8],
     )
-    assert calls == [("untrained", 3, [7, 8]), ("trained", 2, [7, 8]), ("variant", 2, [7, 8])]
-    assert [len(c) for c in sampled["pool"]] == [3, 3] and list(sampled["variants"]) == ["pos_only"]
+    assert calls == [("untrained", 3, [7, 8]), ("trained", 2, [7, 8]), ("ablation", 2, [7, 8])]
+    assert [len(c) for c in sampled["pool"]] == [3, 3] and list(sampled["extra"]) == ["pos_only"]
     assert sampled["room"] == 24 and sampled["rows"] == rows
     # the "before" group: the pool's first n per instance, which all parsed
     assert sampled["before_outputs"] == {"completions": 4, "ended_rate": 1.0, "parse_rate": 1.0}
@@ -115,7 +115,7 @@ def test_the_unseen_follower_scores_only_what_its_tables_read(monkeypatch):
         "room": 24,
         "pool": [cands("u", [1, 2, 0, 9, 3, 11])],
         "after": [cands("t", [4, 5])],
-        "variants": {"pos_only": [cands("p", [6, 7])], "vs_smollm2": [cands("m", [8, 8])]},
+        "extra": {"pos_only": [cands("p", [6, 7])], "vs_smollm2": [cands("m", [8, 8])]},
         "before_outputs": {},
         "after_outputs": {},
     }
@@ -134,7 +134,7 @@ def test_the_unseen_follower_scores_only_what_its_tables_read(monkeypatch):
     unseen = out["scored"]["unseen"]
     # each scored record sits at its place in the pool, so the Measurer's picks index it
     assert [r and r["reward"] for r in unseen["pool"][0]] == [1.5, 2.5, None, 9.5, None, 11.5]
-    assert list(unseen["variants"]) == ["vs_smollm2"]
+    assert list(unseen["extra"]) == ["vs_smollm2"]
     assert out["scored"]["unseen_model"] == "gemma"
     assert out["before"] == [1.5] and out["after"] == [4.5]
     # the tables read nothing that was left unscored

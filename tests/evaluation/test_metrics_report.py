@@ -205,7 +205,7 @@ def test_ablation_table_is_shaped_like_the_paper():
             ("full", "onuw", 8, 10),  # summed: 8/20
         ]
     )
-    assert table.headers == ["variant", "werewolf", "onuw"]
+    assert table.headers == ["reward terms", "werewolf", "onuw"]
     assert [row[0] for row in table.rows] == [
         "ReAct",
         "+ Refiner, positive-only reward",
@@ -225,7 +225,7 @@ def test_ablation_from_a_temporary_mlflow_store(tmp_path, tiny_metrics):
     client = mlflow.MlflowClient(tracking_uri=uri)
     exp = client.create_experiment("abl", artifact_location=str(tmp_path / "art"))
 
-    def log(variant: str | None, wins: int, as_tag: bool = False) -> None:
+    def log(terms: str | None, wins: int, as_tag: bool = False) -> None:
         run = client.create_run(exp)
         metrics = {
             "wins/onuw/refiner-react/overall": wins,
@@ -236,19 +236,19 @@ def test_ablation_from_a_temporary_mlflow_store(tmp_path, tiny_metrics):
         }
         for k, v in metrics.items():
             client.log_metric(run.info.run_id, k, v)
-        if variant and as_tag:
-            client.set_tag(run.info.run_id, "score.variant", variant)
-        elif variant:
-            client.log_param(run.info.run_id, "score.variant", variant)
+        if terms and as_tag:
+            client.set_tag(run.info.run_id, "score.terms", terms)
+        elif terms:
+            client.log_param(run.info.run_id, "score.terms", terms)
         client.set_terminated(run.info.run_id)
 
-    log("full", 1)  # older run of the same variant: superseded
-    for variant, wins in (("full", 14), ("pos_only", 12), ("neg_only", 10), (None, 20)):
-        log(variant, wins, as_tag=variant == "neg_only")
+    log("full", 1)  # older run of the same terms: superseded
+    for terms, wins in (("full", 14), ("pos_only", 12), ("neg_only", 10), (None, 20)):
+        log(terms, wins, as_tag=terms == "neg_only")
     run = client.create_run(exp)  # metrics as the evaluate stage logs them
     for k, v in mlflow_metrics(tiny_metrics).items():
         client.log_metric(run.info.run_id, k, v)
-    client.log_param(run.info.run_id, "score.variant", "full")
+    client.log_param(run.info.run_id, "score.terms", "full")
 
     results = ablation_from_mlflow("abl", uri, condition="refiner+react")
     assert sorted(results) == sorted(

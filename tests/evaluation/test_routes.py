@@ -91,7 +91,7 @@ def test_a_best_of_condition_loads_the_untrained_refiner_and_the_measurer():
 
 
 def test_a_named_refiner_plays_on_its_own_route(make_fake_llm):
-    """refiner-all+X: the joint Refiner (or a variant, by name) beside the game's own, each
+    """refiner-joint+X: the joint Refiner (or another, by name) beside the game's own, each
     loaded on its route and asked for its speeches."""
     from stackelberg.evaluation.tournament import play_matrix
 
@@ -101,18 +101,18 @@ def test_a_named_refiner_plays_on_its_own_route(make_fake_llm):
         "joint": make_fake_llm("I trust Player 3."),
     }
     routes = tournament_routes(
-        ["scripted", "refiner+scripted", "refiner-all+scripted"],
+        ["scripted", "refiner+scripted", "refiner-joint+scripted"],
         lambda config: backends[config.model],
         [],
         own,
         lambda route: None,
-        named_refiner={"all": joint}.get,
+        named_refiner={"joint": joint}.get,
     )
-    assert routes == {"refiner": backends["own"], "refiner-all": backends["joint"]}
+    assert routes == {"refiner": backends["own"], "refiner-joint": backends["joint"]}
     records = play_matrix(
-        "werewolf", ["scripted", "refiner-all+scripted"], [0], ["village"], "scripted", routes
+        "werewolf", ["scripted", "refiner-joint+scripted"], [0], ["village"], "scripted", routes
     )
-    assert [r["condition"] for r in records] == ["scripted", "refiner-all+scripted"]
+    assert [r["condition"] for r in records] == ["scripted", "refiner-joint+scripted"]
     assert records[1]["refined"] > 0 and backends["joint"].batches and not backends["own"].batches
     with pytest.raises(ValueError, match="named Refiner"):
-        tournament_routes(["refiner-all+scripted"], lambda c: c, [], own, lambda route: None)
+        tournament_routes(["refiner-joint+scripted"], lambda c: c, [], own, lambda route: None)

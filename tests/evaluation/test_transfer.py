@@ -21,13 +21,13 @@ def rec(reward: float) -> dict:
     return {"reward": reward}
 
 
-def records(pool, after, **variants) -> dict:
+def records(pool, after, **extra) -> dict:
     """Candidate records per instance: lists of rewards per group."""
     as_records = lambda groups: [[rec(r) for r in cands] for cands in groups]  # noqa: E731
     return {
         "pool": as_records(pool),
         "after": as_records(after),
-        "variants": {name: as_records(groups) for name, groups in variants.items()},
+        "extra": {name: as_records(groups) for name, groups in extra.items()},
     }
 
 
@@ -36,10 +36,10 @@ def test_the_joint_refiner_is_compared_with_the_games_own_paired_by_instance():
     measurer = records(
         pool=[[0.0, 1.0, 9.0], [1.0, 1.0, 9.0], [2.0, 0.0, 9.0]],
         after=[[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]],
-        all=[[2.0, 2.0], [2.0, 4.0], [3.0, 5.0]],
+        joint=[[2.0, 2.0], [2.0, 4.0], [3.0, 5.0]],
     )
     out = joint_comparison(
-        measurer, measurer["variants"]["all"], N, ["werewolf", "avalon"], "sotopia", 200, 0
+        measurer, measurer["extra"]["joint"], N, ["werewolf", "avalon"], "sotopia", 200, 0
     )
     assert out["seen"] is False and out["trained_on"] == ["werewolf", "avalon"]
     assert out["untrained"]["estimate"] == pytest.approx((0.5 + 1.0 + 1.0) / 3)
@@ -49,7 +49,7 @@ def test_the_joint_refiner_is_compared_with_the_games_own_paired_by_instance():
     assert out["joint_minus_own"]["n"] == 3
     assert out["joint_minus_untrained"]["estimate"] == pytest.approx(3.0 - 2.5 / 3)
     assert joint_comparison(
-        measurer, measurer["variants"]["all"], N, ["sotopia", "onuw"], "sotopia", 200, 0
+        measurer, measurer["extra"]["joint"], N, ["sotopia", "onuw"], "sotopia", 200, 0
     )["seen"]
 
 
@@ -114,13 +114,13 @@ def test_the_other_view_is_scored_on_its_intents_for_the_tables_refiners_only(mo
         "room": 24,
         "pool": [[cand("u0"), cand("u1"), cand("u2")]],
         "after": [[cand("t0"), cand("t1")]],
-        "variants": {"speaker_only": [[cand("s0"), cand("s1")]], "pos_only": [[cand("p0")]]},
+        "extra": {"speaker_only": [[cand("s0"), cand("s1")]], "pos_only": [[cand("p0")]]},
     }
     out = score_other_view("follower", sampled, N, "speaker_only", None, "test")
     [(desired, undesired, texts)] = seen
     assert (desired, undesired) == (["own d"], ["own u"])
     assert texts == ["u0", "u1", "t0", "t1", "s0", "s1"]  # best of n's extra and pos_only left out
-    assert list(out["variants"]) == ["speaker_only"] and len(out["pool"][0]) == N
+    assert list(out["extra"]) == ["speaker_only"] and len(out["pool"][0]) == N
 
 
 def joint_of(game: str, reward: float) -> dict:

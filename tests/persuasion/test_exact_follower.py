@@ -220,7 +220,7 @@ def test_the_enumeration_finds_a_planted_best_speech(game_name):
     planted = speeches[(len(singles) + len(speeches)) // 2]  # a pair, deep in the order
     assert planted not in singles
     # desired terms alone: the planted speech's 0 is the most any speech can get
-    found = optimum(_Planted(planted), view, desired, undesired, RewardConfig(variant="pos_only"))
+    found = optimum(_Planted(planted), view, desired, undesired, RewardConfig(terms="pos_only"))
     assert found.speech == planted
     best = optimum(ExactFollower(), view, desired, undesired, RewardConfig())
     said = [view.base_utterance, *speeches]

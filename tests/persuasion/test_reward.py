@@ -7,7 +7,7 @@ NEG = [[-4.0, -6.0, -8.0]]  # mean -6 ; sum -18
 
 
 @pytest.mark.parametrize(
-    "variant, aggregation, expected",
+    "terms, aggregation, expected",
     [
         ("full", "mean", (-2 - 2) - (-6)),
         ("full", "sum", (-4 - 2) - (-18)),
@@ -16,9 +16,9 @@ NEG = [[-4.0, -6.0, -8.0]]  # mean -6 ; sum -18
         ("neg_only", "sum", 18.0),
     ],
 )
-def test_reward_variants(variant, aggregation, expected):
+def test_reward_terms(terms, aggregation, expected):
     parts = measurer_reward(
-        "short", POS, NEG, RewardConfig(variant=variant, aggregation=aggregation)
+        "short", POS, NEG, RewardConfig(terms=terms, aggregation=aggregation)
     )
     assert parts.reward == pytest.approx(expected)
     assert parts.pos_means == (-2.0, -2.0) and parts.neg_sums == (-18.0,)
@@ -52,4 +52,4 @@ def test_an_unparsed_completion_costs_the_off_format_penalty_alone():
 
 def test_bad_config_names_the_value():
     with pytest.raises(ValueError, match="bogus"):
-        RewardConfig(variant="bogus")
+        RewardConfig(terms="bogus")

@@ -53,7 +53,7 @@ def covered(path: str, deps: list[str]) -> bool:
 @pytest.mark.parametrize("stage", sorted(dvc_stages()))
 def test_every_module_a_stage_runs_is_one_of_its_deps(stage):
     deps = dvc_stages()[stage]
-    module = stage_module(stage)  # grpo_all runs the grpo stage's module
+    module = stage_module(stage)  # grpo_joint runs the grpo stage's module
     code = code_of(module)
     assert f"{module.replace('.', '/')}.py" in code
     runs = {p for p in code - NOT_OUTPUT_CODE if not p.startswith("flows/")}

@@ -38,7 +38,7 @@ def stage(monkeypatch):
         "room": 8,
         "pool": [[cand, cand]] * 2,
         "after": [[cand, cand]] * 2,
-        "variants": {},
+        "extra": {},
         "before_outputs": {},
         "after_outputs": {},
     }

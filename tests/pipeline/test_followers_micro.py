@@ -41,7 +41,7 @@ def test_ensemble_against_one_member_under_a_third_follower_at_a_micro_scale(tmp
     refiner = root / "models/refiner/werewolf"
     history = json.loads((refiner / "train_history.json").read_text())["history"]
     assert {"member_reward/smollm2", "member_reward/gemma3"} <= set(history[0])
-    single = json.loads((refiner / "variants/vs_smollm2/train_history.json").read_text())
+    single = json.loads((refiner / "extra/vs_smollm2/train_history.json").read_text())
     assert not any(k.startswith("member_reward/") for k in single["history"][0])  # one model
     held = json.loads((root / "reports/werewolf/metrics.json").read_text())["held_out"]
     n = held["n_instances"]

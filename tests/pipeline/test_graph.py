@@ -60,7 +60,7 @@ def test_a_stage_path_is_its_output_or_the_folder_of_its_outputs():
     assert ctx.path() == Path("reports/onuw")  # metrics, plots and viewer pages
     assert ctx.path("sample") == Path("data/candidates/onuw.parquet")
     assert ctx.path("base_model") == Path("models/base")
-    assert StageContext("report", "all", Params()).path() == Path("reports/summary.md")
+    assert StageContext("report", graph.ONCE, Params()).path() == Path("reports/summary.md")
     # the evaluate stage reads the sample stage's candidates (held-out scoring)
     assert ctx.path("sample") in ctx.inputs
 
@@ -94,7 +94,7 @@ def test_a_registered_stage_runs_beside_dvc_yamls(monkeypatch):
     register_stage("stand_in", ("out/${item}.txt",))
     register_stage("stand_in_once", ("out.txt",), section="orchestration")
     assert StageContext("stand_in", "onuw", Params()).path() == Path("out/onuw.txt")
-    once = StageContext("stand_in_once", "all", Params())
+    once = StageContext("stand_in_once", graph.ONCE, Params())
     assert once.inputs == [] and once.section == Params().orchestration
     assert "select" in graph.stages()  # dvc.yaml's stages stay
 

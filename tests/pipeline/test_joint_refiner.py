@@ -1,4 +1,4 @@
-"""The joint Refiner's training data (grpo.joint, the stage grpo_all) and the label stage's
+"""The joint Refiner's training data (grpo.joint, the stage grpo_joint) and the label stage's
 two views (label.both_views), from the stages' own functions on scripted self-play of two
 games in a scratch folder: no Prefect, no model (the Refiner's training is stopped where it
 would start, with what it was handed)."""
@@ -12,10 +12,11 @@ import pytest
 
 from flows import context
 from flows.context import StageContext, stage_module
+from flows.graph import ONCE
 from stackelberg.datasets import read_dataset
 from stackelberg.games import game_spec
 from stackelberg.params import Params
-from stackelberg.training.grpo_outputs import JOINT_GAMES, JOINT_REFINER
+from stackelberg.training.grpo_outputs import JOINT_GAMES
 
 GAMES = ["werewolf", "onuw"]
 PARAMS = {
@@ -23,7 +24,7 @@ PARAMS = {
     "selfplay": {"games": 4, "batch_games": 4},
     "select": {"instances": 6, "test_fraction": 0.5},
     "label": {"scheme": "scripted", "k": 2, "both_views": True},
-    "grpo": {"joint": GAMES, "variants": ["speaker_only"]},
+    "grpo": {"joint": GAMES, "views": ["speaker_only"]},
 }
 
 
@@ -85,7 +86,7 @@ def test_the_label_stage_writes_both_views(in_project):
 def test_the_joint_refiner_trains_on_every_games_instances_with_its_game_named(
     in_project, monkeypatch
 ):
-    grpo = importlib.import_module(stage_module("grpo_all"))
+    grpo = importlib.import_module(stage_module("grpo_joint"))
     handed = {}
 
     def train_refiner(base, prompts, columns, reward_fn, settings, adapter_dir, **kwargs):
@@ -93,7 +94,7 @@ def test_the_joint_refiner_trains_on_every_games_instances_with_its_game_named(
         raise Handed
 
     monkeypatch.setattr(grpo, "train_refiner", train_refiner)
-    ctx = StageContext("grpo_all", JOINT_REFINER, in_project)
+    ctx = StageContext("grpo_joint", ONCE, in_project)
     [item] = grpo.plan(ctx)
     train_ids = {
         game: set(
@@ -118,8 +119,9 @@ def test_without_joint_games_the_stage_leaves_a_folder_naming_none(in_project):
     params = in_project.model_copy(
         update={"grpo": in_project.grpo.model_copy(update={"joint": []})}
     )
-    run_stage("grpo_all", JOINT_REFINER, params)
-    out = StageContext("grpo_all", JOINT_REFINER, params).path()
+    run_stage("grpo_joint", ONCE, params)
+    out = StageContext("grpo_joint", ONCE, params).path()
+    assert out.as_posix() == "models/refiner/joint"
     assert [p.name for p in out.iterdir()] == [JOINT_GAMES]
     assert json.loads((out / JOINT_GAMES).read_text()) == []
 
@@ -128,7 +130,7 @@ def test_a_refiner_of_the_other_view_reads_its_intents(in_project):
     grpo = importlib.import_module(stage_module("grpo"))
     ctx = StageContext("grpo", "werewolf", in_project)
     items = grpo.plan(ctx)
-    assert [i.get("variant") for i in items] == [None, "speaker_only"]
+    assert [i.get("extra") for i in items] == [None, "speaker_only"]
     rows, _ = grpo.train_instances(ctx, items[1]["ids"], "speaker_only")
     on_file = {r["instance_id"]: r for r in read_dataset(ctx.path("label"), "intents").to_dicts()}
     for row in rows:

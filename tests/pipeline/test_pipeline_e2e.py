@@ -129,12 +129,12 @@ def test_the_joint_and_the_speaker_view_refiners_are_trained_and_compared(projec
     from mlflow import MlflowClient
 
     root = project["root"]
-    joint = root / "models/refiner/all"
+    joint = root / "models/refiner/joint"
     assert json.loads((joint / "joint_games.json").read_text()) == ["werewolf", "avalon"]
     assert (joint / "adapter_config.json").exists()
-    assert (root / "models/refiner/sotopia/variants/speaker_only/adapter_config.json").exists()
+    assert (root / "models/refiner/sotopia/extra/speaker_only/adapter_config.json").exists()
     client = MlflowClient(tracking_uri=project["env"]["MLFLOW_TRACKING_URI"])
-    assert client.search_model_versions("name='refiner-all'")
+    assert client.search_model_versions("name='refiner-joint'")
     seen = {}
     for game in GAMES:
         held_out = json.loads((root / f"reports/{game}/metrics.json").read_text())["held_out"]
@@ -206,7 +206,7 @@ def test_a_stage_killed_halfway_resumes_without_redoing_finished_items(project):
 def test_a_forced_rerun_reuses_finished_training_and_a_reward_change_retrains(project):
     """`dvc repro` deletes a stage's outputs before rerunning it: a finished (cached) GRPO
     item must still produce the adapter. A change in another section the stage reads
-    (score.variant) must not be served from that cache."""
+    (score.terms) must not be served from that cache."""
     root, env = project["root"], project["env"]
     adapter = root / "models/refiner/werewolf/adapter_model.safetensors"
     trained = adapter.read_bytes()
@@ -214,7 +214,7 @@ def test_a_forced_rerun_reuses_finished_training_and_a_reward_change_retrains(pr
     forced = sh(["dvc", "repro", "-f", "-s", "grpo@werewolf"], root, env)
     assert "items_cached=1" in forced.stdout + forced.stderr, forced.stderr[-2000:]
     assert adapter.read_bytes() == trained
-    params["score"]["variant"] = "pos_only"
+    params["score"]["terms"] = "pos_only"
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     rerun = sh([sys.executable, "-m", "flows.run", "grpo", "werewolf"], root, env)
     assert "items_cached=0" in rerun.stderr, rerun.stderr[-2000:]

@@ -37,7 +37,7 @@ counted.plan, counted.work = plan, work
 counted.finish = lambda ctx, results: {"instances": sum(results)}
 sys.modules["stages.counted"] = counted
 context.register_stage("counted", ("out",), section="orchestration")
-print("instances", stage.run_stage("counted", "all")["instances"])
+print("instances", stage.run_stage("counted")["instances"])  # not per game: counted@once
 """
 
 
@@ -49,9 +49,9 @@ def test_stage_progress_reaches_the_run_log(tmp_path):
     told = proc.stdout + proc.stderr
     assert "instances 6" in told, told
     # Through Prefect's run logger (its console lines name the flow run), not a bare print.
-    stage_lines = [ln for ln in told.splitlines() if "Flow run 'counted@all'" in ln]
+    stage_lines = [ln for ln in told.splitlines() if "Flow run 'counted@once'" in ln]
     done = [
-        int(m.group(1)) for ln in stage_lines if (m := re.search(r"counted@all: .*?(\d+)/6", ln))
+        int(m.group(1)) for ln in stage_lines if (m := re.search(r"counted@once: .*?(\d+)/6", ln))
     ]
     assert done[0] == 0 and done[-1] == 6, told
     assert done == sorted(done) and {0, 2, 4, 6} <= set(done), done

@@ -44,7 +44,7 @@ for retries in (1, 0):
     time.sleep(0.01)  # a new mtime: the params are read again
     Path("params.yaml").write_text(f"orchestration: {{task_retries: {retries}}}\\n")
     try:
-        print("retries", retries, "tries", stage.run_stage("flaky", "all")["tries"])
+        print("retries", retries, "tries", stage.run_stage("flaky")["tries"])
     except RuntimeError as err:
         print("retries", retries, "failed after", calls.read_text(), "tries:", err)
 """

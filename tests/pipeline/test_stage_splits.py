@@ -25,18 +25,31 @@ INTENTS = pl.DataFrame(
 def test_sample_score_and_grpo_plan_the_train_split_only(monkeypatch, stage):
     monkeypatch.setattr(datasets, "read_dataset", lambda path, name: INTENTS)
     ctx = SimpleNamespace(
+        stage=stage.__name__.rsplit(".", 1)[-1],
         game="werewolf",
         path=lambda s=None: Path(s or "x"),
-        section=SimpleNamespace(batch_instances=1, variants=[], member_refiners=[]),
+        section=SimpleNamespace(batch_instances=1, ablations=[], views=[], member_refiners=[]),
     )
     ids = [i for item in stage.plan(ctx) for i in item["ids"]]
     assert ids == ["werewolf-1-4", "werewolf-3-2"]
 
 
-def test_grpo_trains_each_ablation_variant_on_the_same_instances(monkeypatch):
+def test_grpo_trains_each_extra_refiner_on_the_same_instances(monkeypatch):
     monkeypatch.setattr(datasets, "read_dataset", lambda path, name: INTENTS)
-    section = SimpleNamespace(variants=["pos_only", "neg_only"], member_refiners=[])
-    ctx = SimpleNamespace(game="werewolf", path=lambda s=None: Path(s or "x"), section=section)
+    section = SimpleNamespace(
+        ablations=["pos_only", "neg_only"], views=["speaker_only"], member_refiners=["small"]
+    )
+    ctx = SimpleNamespace(
+        stage="grpo", game="werewolf", path=lambda s=None: Path(s or "x"), section=section
+    )
     items = grpo.plan(ctx)
-    assert [item.get("variant") for item in items] == [None, "pos_only", "neg_only"]
+    assert [item.get("extra") for item in items] == [
+        None,
+        "pos_only",
+        "neg_only",
+        "speaker_only",
+        "vs_small",
+    ]
+    assert items[3]["label"] == "train on the speaker_only intents"
+    assert items[4]["member"] == "small"
     assert all(item["ids"] == ["werewolf-1-4", "werewolf-3-2"] for item in items)

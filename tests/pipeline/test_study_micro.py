@@ -1,5 +1,5 @@
 """The study (configs/study.yaml) at a micro scale: its scale keys shrunk, its features kept
-(the ablation's variant Refiners, best of n, the unseen follower), one game through the
+(the ablation's Refiners, best of n, the unseen follower), one game through the
 evaluate stage and the report's tables, in a workspace made as `make study` makes it."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def shrunk(params: dict, micro: dict) -> dict:
 def test_the_study_runs_its_features_at_a_micro_scale(tmp_path):
     study = yaml.safe_load((ROOT / "configs/study.yaml").read_text())
     params = shrunk(study, MICRO)
-    assert params["game_overrides"]["werewolf"]["grpo"]["variants"] == ["pos_only", "neg_only"]
+    assert params["game_overrides"]["werewolf"]["grpo"]["ablations"] == ["pos_only", "neg_only"]
     root = tmp_path / "study"
     env = make_project(root, yaml.safe_dump(params, sort_keys=False))
     sh([sys.executable, "-m", "flows.pipeline", "evaluate@werewolf"], root, env, 1400)
@@ -48,7 +48,7 @@ def test_the_study_runs_its_features_at_a_micro_scale(tmp_path):
     assert held["unseen"]["model"] == study["models"]["unseen_follower"]["model"]
     assert held["unseen"]["diff"]["n"] == metrics["reward"]["diff"]["n"] >= 1
     assert metrics["training"]["reward_rise"]["steps"] >= 1
-    for variant in ("pos_only", "neg_only"):
-        assert (root / f"models/refiner/werewolf/variants/{variant}/adapter_config.json").exists()
+    for terms in ("pos_only", "neg_only"):
+        assert (root / f"models/refiner/werewolf/extra/{terms}/adapter_config.json").exists()
     report = sh(["stackelberg", "report", "--markdown"], root, env).stdout
     assert "Best of n" in report and "Reward ablation on held-out instances" in report

@@ -152,7 +152,7 @@ sys.modules["stages.endless"] = endless
 context.register_stage("endless", ("out",), section="orchestration")
 if __name__ == "__main__":
     try:
-        stage.run_stage("endless", "all")
+        stage.run_stage("endless")
     except KeyboardInterrupt:
         print("interrupted in item", Path("started").read_text())
 """

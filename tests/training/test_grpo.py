@@ -351,7 +351,7 @@ def test_an_adapter_config_is_written_the_same_whatever_order_peft_kept_its_modu
     written = []
     for i, modules in enumerate(orders):
         config = json.dumps({"target_modules": modules, "r": 16}).encode()
-        files = {"adapter_config.json": config, "variants/neg_only/adapter_config.json": config}
+        files = {"adapter_config.json": config, "extra/neg_only/adapter_config.json": config}
         out = write_adapter(files | {"adapter_model.safetensors": b"w"}, tmp_path / str(i))
         written.append([(out / n).read_bytes() for n in sorted(files)])
     assert written[0] == written[1]
@@ -422,8 +422,11 @@ def test_stop_strings_become_every_token_that_holds_them():
 
 def test_the_refiner_has_one_token_limit_and_no_stop_on_cpu(tmp_path):
     # GRPO's limit is the Refiner profile's: the grpo section's own key is refused, naming it
-    with pytest.raises(ValidationError, match="max_completion_length .*sample.max_new_tokens"):
-        Params(grpo={"max_completion_length": 9})
+    from stackelberg.params import ParamsError
+    from stackelberg.params.checks import check_renamed
+
+    with pytest.raises(ParamsError, match="grpo.max_completion_length .*use sample.max_new_tokens"):
+        check_renamed({"grpo": {"max_completion_length": 9}})
     assert Params(sample={"max_new_tokens": 45}).refiner_profile("werewolf").token_limit == 45
     s = GRPOSettings(num_generations=2)
     cfg = grpo_config(s, tmp_path, cuda=False, completion_limit=32, stop_ids=[198])

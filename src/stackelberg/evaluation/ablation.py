@@ -1,8 +1,8 @@
 """The reward ablation of the paper: refiner+ReAct trained with the full, positive-only and
 negative-only reward, against plain ReAct, one table shaped like the paper's.
 
-Each ``dvc exp run -S score.variant=...`` logs its evaluation to MLflow with the
-``score.variant`` param (or tag) and the metric names of ``mlflow_names.mlflow_metrics``;
+Each ``dvc exp run -S score.terms=...`` logs its evaluation to MLflow with the
+``score.terms`` param (or tag) and the metric names of ``mlflow_names.mlflow_metrics``;
 ``ablation_from_mlflow`` reads them back and ``ablation_table`` lays them out.
 """
 
@@ -16,10 +16,10 @@ from stackelberg.evaluation.report import TextTable, rate_cell
 from stackelberg.evaluation.tournament_stats import rate
 from stackelberg.games import GAME_NAMES
 
-VARIANT_KEY = "score.variant"
+TERMS_KEY = "score.terms"
 BASELINE = "baseline"
 #: rows in the paper's order, and their labels
-VARIANT_LABELS: dict[str, str] = {
+TERMS_LABELS: dict[str, str] = {
     BASELINE: "ReAct",
     "pos_only": "+ Refiner, positive-only reward",
     "neg_only": "+ Refiner, negative-only reward",
@@ -28,9 +28,9 @@ VARIANT_LABELS: dict[str, str] = {
 
 
 class AblationResult(NamedTuple):
-    """Wins of one variant in one game (``variant`` is ``"baseline"`` for the plain agent)."""
+    """Wins of one reward's terms in one game (``terms`` is ``"baseline"`` for the plain agent)."""
 
-    variant: str
+    terms: str
     game: str
     wins: int
     games: int
@@ -40,33 +40,33 @@ def ablation_table(
     results: Iterable[AblationResult | tuple[str, str, int, int]],
     labels: Mapping[str, str] | None = None,
 ) -> TextTable:
-    """Rows: variants (every known one, in the paper's order, then unknown ones); columns:
-    games; cells: win rate with its Wilson interval, ``-`` where not run yet. Several
-    results of one (variant, game) are added up."""
-    labels = {**VARIANT_LABELS, **(labels or {})}
+    """Rows: the reward's terms (every known value, in the paper's order, then unknown ones);
+    columns: games; cells: win rate with its Wilson interval, ``-`` where not run yet.
+    Several results of one (terms, game) are added up."""
+    labels = {**TERMS_LABELS, **(labels or {})}
     totals: dict[tuple[str, str], list[int]] = {}
-    for variant, game, wins, games in results:
-        t = totals.setdefault((variant, game), [0, 0])
+    for terms, game, wins, games in results:
+        t = totals.setdefault((terms, game), [0, 0])
         t[0] += int(wins)
         t[1] += int(games)
-    seen_v = list(dict.fromkeys(v for v, _ in totals))
+    seen_t = list(dict.fromkeys(t for t, _ in totals))
     seen_g = list(dict.fromkeys(g for _, g in totals))
-    variants = list(labels) + [v for v in seen_v if v not in labels]
+    rows_terms = list(labels) + [t for t in seen_t if t not in labels]
     games = [g for g in GAME_NAMES if g in seen_g] + [g for g in seen_g if g not in GAME_NAMES]
     rows = [
         [
-            labels.get(v, v),
-            *(rate_cell(rate(*totals[v, g]) if (v, g) in totals else None) for g in games),
+            labels.get(t, t),
+            *(rate_cell(rate(*totals[t, g]) if (t, g) in totals else None) for g in games),
         ]
-        for v in variants
+        for t in rows_terms
     ]
     return TextTable(
         f"Reward ablation on top of {labels[BASELINE]} (win rate of the agent under test)",
-        ["variant", *games],
+        ["reward terms", *games],
         rows,
         "Cells: win rate [Wilson 95% interval] and games; rows differ only in the Refiner's "
-        "training reward (score.variant); '-': not run yet (`dvc exp run -S "
-        "score.variant=pos_only`, or neg_only, adds a row).",
+        "training reward (score.terms); '-': not run yet (`dvc exp run -S "
+        "score.terms=pos_only`, or neg_only, adds a row).",
     )
 
 
@@ -88,9 +88,9 @@ def ablation_from_mlflow(
     condition: str = "refiner+react",
     baseline: str = "react",
 ) -> list[AblationResult]:
-    """Results of the newest run per (variant, game) in an MLflow experiment, plus the
+    """Results of the newest run per (terms, game) in an MLflow experiment, plus the
     baseline from the newest run of each game that played it. Runs without a
-    ``score.variant`` param or tag are ignored."""
+    ``score.terms`` param or tag are ignored."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=tracking_uri)
@@ -104,10 +104,10 @@ def ablation_from_mlflow(
             [exp.experiment_id], order_by=["attributes.start_time DESC"], page_token=token
         )
         for run in page:
-            variant = run.data.params.get(VARIANT_KEY) or run.data.tags.get(VARIANT_KEY)
-            if not variant:
+            terms = run.data.params.get(TERMS_KEY) or run.data.tags.get(TERMS_KEY)
+            if not terms:
                 continue
-            for name, v in ((variant, condition), (BASELINE, baseline)):
+            for name, v in ((terms, condition), (BASELINE, baseline)):
                 for game, (wins, games) in _overall_counts(run.data.metrics, v).items():
                     found.setdefault((name, game), AblationResult(name, game, wins, games))
         token = page.token
@@ -118,7 +118,7 @@ def ablation_from_mlflow(
 
 __all__ = [
     "BASELINE",
-    "VARIANT_LABELS",
+    "TERMS_LABELS",
     "AblationResult",
     "ablation_from_mlflow",
     "ablation_table",

@@ -8,7 +8,7 @@ are the terms alone (``content``: no length or format penalty). From those recor
 
 - the headroom: the optimum's reward minus the base speech's, per instance;
 - per Refiner (the untrained one's first n, the Measurer's pick of each best of k among the
-  untrained one's candidates, the trained one, the variants): the exact reward it gains
+  untrained one's candidates, the trained one, the extra ones): the exact reward it gains
   over the base speech, and that gain as a share of the headroom (a ratio of means over
   instances, bootstrap 95% interval);
 - per model of the follower (the Measurer unless it is the exact follower itself, the
@@ -32,7 +32,7 @@ from stackelberg.evaluation.held_out import best_of_choice, instance_means, inte
 from stackelberg.evaluation.stats import bootstrap_ratio_ci
 from stackelberg.persuasion.reward import best_index
 
-#: the groups of a scored follower's records, besides its variants
+#: the groups of a scored follower's records, besides its extra Refiners'
 GROUPS = ("pool", "after")
 
 
@@ -44,14 +44,14 @@ def optimum_record(speech: str, reward: float, base: float, speeches: int) -> di
 def refiner_rewards(scored: Mapping[str, Any], n: int, ks: Sequence[int]) -> dict[str, list[float]]:
     """Per Refiner, each instance's mean exact reward (terms): "before" (the untrained
     Refiner's first ``n``), "best_of_K" (the Measurer's pick among its first K), "after",
-    and the variants."""
+    and the extra Refiners."""
     exact = scored["exact"]
     out = {"before": instance_means([c[:n] for c in exact["pool"]], "content")}
     for k in ks:
         picks = best_of_choice(scored["measurer"]["pool"], k)
         out[f"best_of_{k}"] = [c[i]["content"] for c, i in zip(exact["pool"], picks, strict=True)]
     out["after"] = instance_means(exact["after"], "content")
-    for name, groups in exact.get("variants", {}).items():
+    for name, groups in exact.get("extra", {}).items():
         out[name] = instance_means(groups, "content")
     return out
 
@@ -59,7 +59,7 @@ def refiner_rewards(scored: Mapping[str, Any], n: int, ks: Sequence[int]) -> dic
 def _paired(model: Mapping[str, Any], exact: Mapping[str, Any]) -> list[list[tuple[float, float]]]:
     """Per instance, (model's terms, exact terms) of every candidate both scored."""
     groups = [(model[g], exact[g]) for g in GROUPS]
-    groups += [(c, exact["variants"][v]) for v, c in model.get("variants", {}).items()]
+    groups += [(c, exact["extra"][r]) for r, c in model.get("extra", {}).items()]
     n = len(exact["pool"])
     out: list[list[tuple[float, float]]] = [[] for _ in range(n)]
     for m_groups, e_groups in groups:

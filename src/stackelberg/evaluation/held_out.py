@@ -2,15 +2,15 @@
 
 - **Terms**: each Refiner's mean held-out reward, and each of the reward's two terms (the
   desired responses' log-probability, and minus the undesired ones'): the paper's ablation
-  evaluates every variant-trained Refiner this way.
+  evaluates every Refiner trained on other terms (``grpo.ablations``) this way.
 - **Best of n**, the no-training peer (test-time Stackelberg): the untrained Refiner samples
   n candidates and the Measurer keeps the one it scores highest. It costs n scorings a
   speech at play time; the trained Refiner costs none.
 - **An unseen follower**: the same candidates scored by a model the Refiner never trained
   against (the paper's first named limit: the Measurer is not the real follower).
 - **Ensemble vs single Measurer**: the Refiner trained against an ensemble Measurer next to
-  each trained against one member alone (``grpo.member_refiners``), under the ensemble, each
-  member and the unseen follower, which none trained against.
+  each member Refiner, trained against one member alone (``grpo.member_refiners``), under
+  the ensemble, each member and the unseen follower, which none trained against.
 - **Behaviour**: the share of a follower's responses to the candidates that match a desired
   response minus the share that match an undesired one (``behaviour``).
 - **What the Refiner learned**: length, parse rate, the length penalty's share of the
@@ -34,7 +34,7 @@ from typing import Any
 from stackelberg.evaluation.behaviour import behaviour_summary
 from stackelberg.evaluation.stats import bootstrap_mean_ci, paired_bootstrap_diff
 from stackelberg.persuasion.best_of import best_index
-from stackelberg.persuasion.measurer import MEMBER_VARIANT_PREFIX
+from stackelberg.persuasion.measurer import MEMBER_REFINER_PREFIX
 
 #: a candidate record's reward terms: the full reward, the desired responses' term and the
 #: undesired responses' term (minus their log-probability: higher is better for both)
@@ -231,8 +231,9 @@ def held_out_details(
     """The metrics.json ``held_out`` entry from the held-out scoring's records:
     ``scored["measurer"]`` (and ``scored["unseen"]``, when an unseen follower scored) map
     ``pool`` (the untrained Refiner's candidates, its first ``n`` the "before" group) and
-    ``after`` to per-instance candidate records, and ``variants`` (Refiners trained on
-    other reward variants, the ablation, or against one ensemble member) each to its own;
+    ``after`` to per-instance candidate records, and ``extra`` (the Refiners trained beside
+    the game's own: the ablation's, the other view's, the member Refiners, the joint one)
+    each to its own;
     ``scored["members"]`` names an ensemble Measurer's members, ``scored["behaviour"]``
     holds the followers' judged responses."""
     measurer, unseen = scored["measurer"], scored.get("unseen")
@@ -245,7 +246,7 @@ def held_out_details(
         "candidates_per_refiner": n,
         "terms": {
             name: term_summary(g, resamples, seed)
-            for name, g in {**groups, **measurer.get("variants", {})}.items()
+            for name, g in {**groups, **measurer.get("extra", {})}.items()
         },
         "learned": learned,
         "copying": copying_verdict(learned["before"], learned["after"]),
@@ -276,7 +277,7 @@ def held_out_details(
         }
         out["content"]["unseen"] = content_diff(unseen, n, resamples, seed)
     out["refiner_labels"] = {
-        name: refiner_label(name) for name in ["before", "after", *measurer.get("variants", {})]
+        name: refiner_label(name) for name in ["before", "after", *measurer.get("extra", {})]
     }
     if scored.get("behaviour"):
         out["behaviour"] = {
@@ -286,18 +287,18 @@ def held_out_details(
             }
             for key, b in scored["behaviour"].items()
         }
-    if any(v.startswith(MEMBER_VARIANT_PREFIX) for v in measurer.get("variants", {})):
+    if any(r.startswith(MEMBER_REFINER_PREFIX) for r in measurer.get("extra", {})):
         out["ensemble"] = ensemble_comparison(scored, n, resamples, seed)
     return out
 
 
 def refiner_label(name: str) -> str:
     """How the report names a held-out Refiner: untrained, trained (against the Measurer;
-    an ensemble: all of it), trained against one ensemble member alone (``vs_NAME``), or
-    trained on another reward variant or view."""
+    an ensemble: all of it), a member Refiner, trained against one ensemble member alone
+    (``vs_NAME``), or trained on other reward terms or view, or the joint Refiner."""
     if name in ("before", "after"):
         return "untrained" if name == "before" else "trained"
-    member = name.removeprefix(MEMBER_VARIANT_PREFIX)
+    member = name.removeprefix(MEMBER_REFINER_PREFIX)
     return f"trained against {member} alone" if member != name else f"trained, {name}"
 
 
@@ -305,7 +306,7 @@ def ensemble_comparison(
     scored: Mapping[str, Any], n: int, resamples: int, seed: int
 ) -> dict[str, Any]:
     """The Refiner trained against the whole ensemble Measurer ("after") next to each
-    trained against one member alone (the ``vs_NAME`` variants) and the untrained one
+    trained against one member alone (the member Refiners, ``vs_NAME``) and the untrained one
     ("before"), on the same held-out instances: each one's mean reward under the ensemble,
     each member and the unseen follower, and the paired difference "after" minus each
     member-trained Refiner under each."""
@@ -318,11 +319,11 @@ def ensemble_comparison(
         followers[name] = (measurer, lambda c, i=i: c["members"][i])
     if unseen:
         followers["unseen"] = (unseen, lambda c: c["reward"])
-    singles = [v for v in measurer["variants"] if v.startswith(MEMBER_VARIANT_PREFIX)]
+    singles = [r for r in measurer["extra"] if r.startswith(MEMBER_REFINER_PREFIX)]
 
     def means(records: Mapping[str, Any], refiner: str, reward) -> list[float]:
         groups = {"before": [c[:n] for c in records["pool"]], "after": records["after"]}
-        cands = groups[refiner] if refiner in groups else records["variants"][refiner]
+        cands = groups[refiner] if refiner in groups else records["extra"][refiner]
         return [sum(reward(c) for c in cs) / len(cs) for cs in cands]
 
     refiners = ["before", "after", *singles]

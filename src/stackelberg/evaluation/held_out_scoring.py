@@ -21,7 +21,7 @@ from stackelberg.persuasion.candidates import output_rates, sample_candidates
 from stackelberg.persuasion.exact_follower import ExactFollower, optimum
 from stackelberg.persuasion.intents import other_view_row
 from stackelberg.persuasion.measurer import (
-    MEMBER_VARIANT_PREFIX,
+    MEMBER_REFINER_PREFIX,
     ensemble_names,
     measure_completions,
 )
@@ -47,7 +47,7 @@ def candidate_seeds(instance_seeds: Sequence[int], seed: int) -> list[int]:
 def sample_held_out(
     load: Callable[[Any], Any],
     refiners: Mapping[str, Any],
-    variants: Sequence[str],
+    extra: Sequence[str],
     rows: Sequence[Mapping[str, Any]],
     views: Sequence[Any],
     n: int,
@@ -55,21 +55,21 @@ def sample_held_out(
     seeds: Sequence[int],
 ) -> dict[str, Any]:
     """The held-out instances (``rows``, their ``views``) and each Refiner's candidates for
-    them: ``refiners`` maps ``UNTRAINED``, ``TRAINED`` and each name of ``variants`` (the
-    Refiners trained on other reward variants, kept under ``variants``) to its profile, its
-    model loaded with ``load`` in that order. Each samples ``n`` candidates as it runs, the
-    untrained one max(n, ``best_of``). Also the output rates of the "before" and "after"
-    candidates."""
+    them: ``refiners`` maps ``UNTRAINED``, ``TRAINED`` and each name of ``extra`` (the extra
+    Refiners and the joint one, trained beside the game's own, kept under ``extra``) to its
+    profile, its model loaded with ``load`` in that order. Each samples ``n`` candidates as
+    it runs, the untrained one max(n, ``best_of``). Also the output rates of the "before"
+    and "after" candidates."""
     out: dict[str, Any] = {
         "rows": rows,
         "views": views,
         "room": refiners[TRAINED].token_limit,
-        "variants": {},
+        "extra": {},
     }
     for name, profile in refiners.items():
         count = max([n, *best_of]) if name == UNTRAINED else n
         cands = sample_candidates(load(profile.model), views, profile, count, seeds)
-        (out["variants"] if name in variants else out)[name] = cands
+        (out["extra"] if name in extra else out)[name] = cands
     out["before_outputs"] = output_rates([c for cands in out[UNTRAINED] for c in cands[:n]])
     out["after_outputs"] = output_rates([c for cands in out[TRAINED] for c in cands])
     return out
@@ -88,10 +88,10 @@ class BehaviourRun:
 
 def score_candidates(follower: Any, sampled: Mapping[str, Any], score: Any, desc: str) -> dict:
     """Every held-out candidate's record (``held_out.candidate_record``) under ``follower``,
-    by group (``UNTRAINED``, ``TRAINED``, ``variants``), per instance; ``score``: the score
+    by group (``UNTRAINED``, ``TRAINED``, ``extra``), per instance; ``score``: the score
     stage's settings, ``desc``: the progress bar's."""
     groups = {g: sampled[g] for g in (UNTRAINED, TRAINED)} | {
-        f"variants/{v}": c for v, c in sampled["variants"].items()
+        f"extra/{name}": c for name, c in sampled["extra"].items()
     }
     out: dict = {g: [] for g in groups}
     bar = progress(len(sampled["rows"]), desc, "instance")
@@ -106,8 +106,8 @@ def score_candidates(follower: Any, sampled: Mapping[str, Any], score: Any, desc
             out[g][-1].append(candidate_record(text, c.parsed, part))
         bar.update(1)
     bar.close()
-    variants = {g.split("/", 1)[1]: out.pop(g) for g in list(out) if g.startswith("variants/")}
-    return out | {"variants": variants}
+    extra = {g.split("/", 1)[1]: out.pop(g) for g in list(out) if g.startswith("extra/")}
+    return out | {"extra": extra}
 
 
 def held_out_reward(
@@ -176,15 +176,15 @@ def pool_kept(
 
 def unseen_subset(sampled: Mapping[str, Any], kept: Sequence[Sequence[int]]) -> dict[str, Any]:
     """What the unseen follower scores: the untrained Refiner's ``kept`` candidates, the
-    trained one's, and the Refiners trained against one ensemble member (the ensemble table
-    reads them under every follower); not the rest of the best-of pool, nor the ablation's
-    Refiners, which no table reads under it: in the study's Werewolf and Avalon at most 10
+    trained one's, and the member Refiners, trained against one ensemble member (the ensemble
+    table reads them under every follower); not the rest of the best-of pool, nor the other
+    extra Refiners, which no table reads under it: in the study's Werewolf and Avalon at most 10
     of an instance's 20 candidates (the follower's time)."""
-    variants = sampled["variants"]
+    extra = sampled["extra"]
     return {
         **sampled,
         UNTRAINED: [[c[i] for i in k] for c, k in zip(sampled[UNTRAINED], kept, strict=True)],
-        "variants": {v: c for v, c in variants.items() if v.startswith(MEMBER_VARIANT_PREFIX)},
+        "extra": {r: c for r, c in extra.items() if r.startswith(MEMBER_REFINER_PREFIX)},
     }
 
 
@@ -210,7 +210,7 @@ def responses(
     groups = {
         "before": [c[:n] for c in sampled[UNTRAINED]],
         "after": sampled[TRAINED],
-        **sampled["variants"],
+        **sampled["extra"],
     }
     out = {}
     for key, model, load in behaviour.followers:
@@ -238,13 +238,13 @@ def score_other_view(
     """``score_candidates`` against the other view's intents (``label.both_views``; each
     row's ``other_desired`` and ``other_undesired``), for the Refiners of the 2x2
     information table only: the untrained one's first ``n`` candidates, the game's own
-    Refiner and the one trained on the other view (``other_view``, among ``variants`` when
-    it was trained)."""
-    variants = sampled["variants"]
+    Refiner and the one trained on the other view (``other_view``, among ``extra`` when it
+    was trained)."""
+    extra = sampled["extra"]
     subset = {
         **sampled,
         "rows": [other_view_row(r) for r in sampled["rows"]],
         UNTRAINED: [c[:n] for c in sampled[UNTRAINED]],
-        "variants": {other_view: variants[other_view]} if other_view in variants else {},
+        "extra": {other_view: extra[other_view]} if other_view in extra else {},
     }
     return score_candidates(follower, subset, score, desc)

@@ -59,8 +59,8 @@ Record = dict[str, Any]
 class Condition(NamedTuple):
     """A condition's agent kind X, and what its speeches go through: the trained Refiner
     (``refiner+X``; ``refiner-NAME+X``: the one named ``refiner``, trained beside the game's
-    own: ``all``, the joint Refiner, or a variant of ``grpo.variants``), or the Measurer's
-    best of ``best_of`` untrained Refiner samples (``bestN+X``; 0: not so)."""
+    own: ``joint``, the joint Refiner, or one of ``grpo.ablations`` and ``grpo.views``), or
+    the Measurer's best of ``best_of`` untrained Refiner samples (``bestN+X``; 0: not so)."""
 
     kind: str
     refined: bool = False
@@ -78,8 +78,8 @@ class Condition(NamedTuple):
 
 
 def parse_condition(condition: str) -> Condition:
-    """``"refiner+react"`` -> ``Condition("react", refined=True)``; ``"refiner-all+react"``
-    -> ``Condition("react", refined=True, refiner="all")``; ``"best4+react"`` ->
+    """``"refiner+react"`` -> ``Condition("react", refined=True)``; ``"refiner-joint+react"``
+    -> ``Condition("react", refined=True, refiner="joint")``; ``"best4+react"`` ->
     ``Condition("react", best_of=4)``; ``"direct"`` -> ``Condition("direct")``."""
     bad = (
         f"bad condition {condition!r}; use an agent kind X, 'refiner+X', 'refiner-NAME+X' or "

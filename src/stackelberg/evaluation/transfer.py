@@ -5,7 +5,7 @@
   game's held-out instances; on a game left out of its training, this is transfer to a game
   it never saw;
 - **to the speaker's own view** (``views_comparison``): a Refiner trained on full-information
-  intents and one trained on the speaker's own view (``grpo.variants``: speaker_only, or
+  intents and one trained on the speaker's own view (``grpo.views``: speaker_only, or
   full_information when that is the game's own), each scored against both views' intents
   (``label.both_views``): the 2x2 information table. The paper labels with every role known,
   which no player has at play time.
@@ -74,11 +74,11 @@ def views_comparison(
     def means(records: Mapping[str, Any], refiner: str) -> list[float]:
         groups = {UNTRAINED: [c[:n] for c in records["pool"]], own_view: records["after"]}
         return instance_means(
-            groups[refiner] if refiner in groups else records["variants"][refiner]
+            groups[refiner] if refiner in groups else records["extra"][refiner]
         )
 
     refiners = [UNTRAINED, own_view]
-    if other_view in scored["measurer"]["variants"]:
+    if other_view in scored["measurer"]["extra"]:
         refiners.append(other_view)
     out: dict[str, Any] = {
         "own_view": own_view,

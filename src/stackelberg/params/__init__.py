@@ -7,12 +7,12 @@ library's own settings classes (``label``: LabelSettings, ``sample``: SampleSett
 ``strategist``: StrategistSettings, ``lspo``: LspoSettings), so a key is
 defined once. Per-game tuning lives in ``game_overrides``
 (e.g. ``game_overrides.werewolf.grpo.learning_rate``) so that DVC reruns only that game's
-stages when one game's values change, while ``dvc exp run -S score.variant=pos_only``
+stages when one game's values change, while ``dvc exp run -S score.terms=pos_only``
 changes a shared value for every game.
 
 The schema (``schema``: ``Params`` and its sections; ``models``: the model of each role)
-is read and validated by ``load_params``, which then refuses, in one line, what the
-sections allow alone but not together (``checks``).
+is read and validated by ``load_params``, which first refuses a renamed key (naming the
+new one) and then, in one line, what the sections allow alone but not together (``checks``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from stackelberg.params.checks import (
     check_followers,
     check_pairings,
     check_refiners_beside,
+    check_renamed,
     needs_later_model,
     unscoring,
 )
@@ -63,6 +64,10 @@ def load_params(path: str | Path = "params.yaml") -> Params:
         raise ParamsError(f"{path}: not valid YAML{where}") from None
     if not isinstance(raw, dict):
         raise ParamsError(f"{path}: expected a mapping of sections at the top level")
+    try:
+        check_renamed(raw)
+    except ParamsError as err:
+        raise ParamsError(f"{path}: {err}") from None
     try:
         params = Params(**raw)
     except ValidationError as err:

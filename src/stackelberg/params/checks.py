@@ -2,11 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from stackelberg.llm.config import LLMConfig
 from stackelberg.params.models import ModelEntry, entry_models
 from stackelberg.params.schema import Params, ParamsError
-from stackelberg.persuasion.intents import VIEWS
 from stackelberg.persuasion.measurer import member_names
+
+#: params keys that were renamed (docs/records.md), as (section, key): what to write instead
+RENAMED = {
+    ("score", "variant"): "score.terms",
+    ("grpo", "variants"): "grpo.ablations (reward terms) or grpo.views (information views)",
+    ("grpo", "max_completion_length"): "sample.max_new_tokens (the Refiner's one token limit)",
+}
+
+
+def check_renamed(raw: Mapping[str, Any]) -> None:
+    """Refuse a renamed key (``RENAMED``) of a section or of a game's overrides, in one line
+    naming the new one, before the sections are read."""
+    overrides = raw.get("game_overrides")
+    places = [("", raw)] + [
+        (f"game_overrides.{game}.", sections)
+        for game, sections in (overrides.items() if isinstance(overrides, Mapping) else ())
+        if isinstance(sections, Mapping)
+    ]
+    for prefix, sections in places:
+        for (section, key), new in RENAMED.items():
+            body = sections.get(section)
+            if isinstance(body, Mapping) and key in body:
+                raise ParamsError(f"{prefix}{section}.{key} was renamed: use {new}")
 
 
 def _where(role: str, entry: ModelEntry, i: int) -> str:
@@ -52,11 +77,11 @@ def check_pairings(params: Params) -> None:
             f"(backend: local), not the {models.refiner.describe()}"
         )
     for game in params.games:
-        variant = params.for_game("score", game).variant
-        if variant in params.for_game("grpo", game).variants:
+        terms = params.for_game("score", game).terms
+        if terms in params.for_game("grpo", game).ablations:
             raise ParamsError(
-                f"grpo.variants ({game}): {variant!r} is score.variant, the game's own Refiner; "
-                "list only the other variants"
+                f"grpo.ablations ({game}): {terms!r} is score.terms, the game's own Refiner's; "
+                "list only other terms"
             )
         for stage in ("selfplay", "evaluate"):
             section = params.for_game(stage, game)
@@ -137,20 +162,19 @@ def check_refiners_beside(params: Params) -> None:
             )
     for game in params.games:
         label = params.for_game("label", game)
-        for variant in params.for_game("grpo", game).variants:
-            if variant not in VIEWS:
-                continue
-            if variant == label.view:
+        grpo = params.for_game("grpo", game)
+        for view in grpo.views:
+            if view == label.view:
                 raise ParamsError(
-                    f"grpo.variants ({game}): {variant!r} is label.full_information's view, the "
+                    f"grpo.views ({game}): {view!r} is label.full_information's view, the "
                     "game's own Refiner's; list the other view"
                 )
             if not label.both_views:
                 raise ParamsError(
-                    f"grpo.variants ({game}): {variant!r} trains on the other view's intents; "
+                    f"grpo.views ({game}): {view!r} trains on the other view's intents; "
                     "set label.both_views: true"
                 )
-        variants = params.for_game("grpo", game).variants
+        named = [*grpo.ablations, *grpo.views]
         for condition in params.for_game("evaluate", game).conditions:
             name = parse_condition(condition).refiner
             if name == JOINT_REFINER and not joint:
@@ -158,11 +182,11 @@ def check_refiners_beside(params: Params) -> None:
                     f"evaluate.conditions ({game}): {condition} plays the joint Refiner; set "
                     "grpo.joint (the games it trains on)"
                 )
-            if name and name != JOINT_REFINER and name not in variants:
+            if name and name != JOINT_REFINER and name not in named:
                 raise ParamsError(
                     f"evaluate.conditions ({game}): {condition}: no Refiner named {name!r} is "
-                    f"trained; name {JOINT_REFINER} (grpo.joint) or one of grpo.variants "
-                    f"{variants}"
+                    f"trained; name {JOINT_REFINER} (grpo.joint) or one of grpo.ablations and "
+                    f"grpo.views {named}"
                 )
 
 

@@ -72,7 +72,7 @@ class LabelSettings(SamplingSettings):
         False,
         description="also label every instance from the other view (full_information's "
         "opposite) into the intents' other_desired and other_undesired columns: for a Refiner "
-        "trained on that view (grpo.variants: speaker_only or full_information) and the "
+        "trained on that view (grpo.views: speaker_only or full_information) and the "
         "held-out table of both views; an LLM labeler labels twice (an instance is kept when "
         "both views are complete), the scripted one at no cost",
     )

@@ -108,15 +108,15 @@ MeasurerEntry = Annotated[
 ]
 
 
-#: a Refiner trained against one member of an ensemble Measurer alone (``grpo.member_refiners``):
-#: its variant name (its folder under variants/, its registered model's suffix) is this
-#: prefix and the member's
-MEMBER_VARIANT_PREFIX = "vs_"
+#: a member Refiner, trained against one member of an ensemble Measurer alone
+#: (``grpo.member_refiners``): its name (its folder under extra/, its registered model's
+#: suffix) is this prefix and the member's
+MEMBER_REFINER_PREFIX = "vs_"
 
 
-def member_variant(member: str) -> str:
-    """The variant name of the Refiner trained against the ensemble member ``member`` alone."""
-    return f"{MEMBER_VARIANT_PREFIX}{member}"
+def member_refiner(member: str) -> str:
+    """The name of the member Refiner trained against the ensemble member ``member`` alone."""
+    return f"{MEMBER_REFINER_PREFIX}{member}"
 
 
 def member_names(members: Sequence[MeasurerMember]) -> list[str]:

@@ -3,8 +3,8 @@
     R(u) = sum_k agg lp(u+_k | ctx, u) - sum_k agg lp(u-_k | ctx, u)
 
 ``agg`` is the per-token mean (the release, "to avoid length bias") or the sum (the paper's
-summary). Variants keep only the positive or the negative term (the paper's ablation). R is
-clamped to [-clamp, clamp] and a length penalty is added: 0 up to ``free_words`` words,
+summary). ``terms`` may keep only the positive or the negative term (the paper's ablation).
+R is clamped to [-clamp, clamp] and a length penalty is added: 0 up to ``free_words`` words,
 falling linearly to ``-max_penalty`` at ``full_penalty_words`` and beyond. A Refiner
 completion not in the asked format (it did not parse, or it ran to the token limit, cut
 mid-speech) loses ``off_format_penalty`` more: its text is still what the follower reads,
@@ -22,16 +22,16 @@ from pydantic import Field, model_validator
 
 from stackelberg.settings import Settings
 
-Variant = Literal["full", "pos_only", "neg_only"]
+#: which terms of R count (``score.terms``): both, or one alone (the paper's ablation)
+Terms = Literal["full", "pos_only", "neg_only"]
 Aggregation = Literal["mean", "sum"]
-VARIANTS: tuple[str, ...] = ("full", "pos_only", "neg_only")
 AGGREGATIONS: tuple[str, ...] = ("mean", "sum")
 
 
 class RewardConfig(Settings):
     """How token log-probabilities become one reward."""
 
-    variant: Variant = Field("full", description="which terms count: full, pos_only, neg_only")
+    terms: Terms = Field("full", description="which terms count: full, pos_only, neg_only")
     aggregation: Aggregation = Field(
         "mean", description="per response: mean (release) or sum (summary) of token log-probs"
     )
@@ -68,7 +68,7 @@ class RewardParts:
     neg_sums: tuple[float, ...]
     positive: float  # sum over desired responses of the aggregated lp
     negative: float  # sum over undesired responses of the aggregated lp
-    raw: float  # the variant's combination before clamping
+    raw: float  # the terms' combination before clamping
     clamped: float
     length_penalty: float  # <= 0
     format_penalty: float  # <= 0: -off_format_penalty for a completion not in the asked format
@@ -141,9 +141,9 @@ def measurer_reward(
     >>> measurer_reward("I am the Seer.", [[-1.0, -3.0]], [[-5.0]], cfg).reward
     3.0
     """
-    if not pos_token_lps and cfg.variant != "neg_only":
+    if not pos_token_lps and cfg.terms != "neg_only":
         raise ValueError("the reward needs at least one desired response")
-    if not neg_token_lps and cfg.variant != "pos_only":
+    if not neg_token_lps and cfg.terms != "pos_only":
         raise ValueError("the reward needs at least one undesired response")
     pos_sums = tuple(float(sum(lp)) for lp in pos_token_lps)
     neg_sums = tuple(float(sum(lp)) for lp in neg_token_lps)
@@ -152,7 +152,7 @@ def measurer_reward(
     use_mean = cfg.aggregation == "mean"
     positive = sum(pos_means if use_mean else pos_sums)
     negative = sum(neg_means if use_mean else neg_sums)
-    raw = {"full": positive - negative, "pos_only": positive, "neg_only": -negative}[cfg.variant]
+    raw = {"full": positive - negative, "pos_only": positive, "neg_only": -negative}[cfg.terms]
     clamped = max(-cfg.clamp, min(cfg.clamp, raw))
     words = len(candidate.split())
     penalty = length_penalty(words, cfg)

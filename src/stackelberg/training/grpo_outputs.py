@@ -19,11 +19,13 @@ from stackelberg.io import atomic_dir
 SETTINGS_FILE = "grpo_settings.json"
 #: the run's step history, written beside the adapter by the pipeline's grpo stage
 TRAIN_HISTORY = "train_history.json"
-#: the folder, inside a game's Refiner, of the Refiners trained on other reward variants
-VARIANTS = "variants"
-#: the joint Refiner's name (``grpo.joint``): its folder models/refiner/all (the stage
-#: grpo_all), its MLflow model refiner-all, its seats refiner-all+X
-JOINT_REFINER = "all"
+#: the folder, inside a game's Refiner, of its extra Refiners: those trained beside it on the
+#: same instances (``grpo.ablations``, ``grpo.views``, ``grpo.member_refiners``), each in a
+#: folder of its name
+EXTRA = "extra"
+#: the joint Refiner's name (``grpo.joint``): its folder models/refiner/joint (the stage
+#: grpo_joint), its MLflow model refiner-joint, its seats refiner-joint+X
+JOINT_REFINER = "joint"
 #: what the joint Refiner's folder holds beside the adapter: the games it trained on
 #: (written without ``grpo.joint`` too, naming none: the folder is a DVC output either way)
 JOINT_GAMES = "joint_games.json"
@@ -100,7 +102,7 @@ def write_adapter(files: dict[str, bytes], output_dir: str | Path) -> Path:
         raise ValueError(f"{out}: not a PEFT adapter (no adapter_config.json among its files)")
     check_replaceable(out)
     with atomic_dir(out) as staged:
-        for name, data in files.items():  # a name may hold a folder ("variants/...")
+        for name, data in files.items():  # a name may hold a folder ("extra/...")
             if Path(name).name == ADAPTER_CONFIG:
                 data = stable_adapter_config(data)
             (staged / name).parent.mkdir(parents=True, exist_ok=True)

@@ -15,8 +15,8 @@ from pydantic import Field, model_validator
 
 from stackelberg.games import GameName
 from stackelberg.persuasion.intents import View
-from stackelberg.persuasion.measurer import member_variant
-from stackelberg.persuasion.reward import Variant
+from stackelberg.persuasion.measurer import member_refiner
+from stackelberg.persuasion.reward import Terms
 from stackelberg.settings import Settings
 
 LossType = Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo"]
@@ -39,10 +39,6 @@ class GRPOSettings(Settings):
     pushes the merged adapter weights to it each step) and train on the other GPUs; in
     ``colocate`` mode each training process runs vLLM beside the model on its own GPU.
     """
-
-    moved_keys = {
-        "max_completion_length": "the Refiner has one token limit, sample.max_new_tokens",
-    }
 
     num_generations: int = Field(
         4, ge=2, description="completions per prompt, the GRPO group (paper: 8)"
@@ -84,29 +80,35 @@ class GRPOSettings(Settings):
         "tokens); false: one row per completion, as TRL does",
     )
     seed: int = Field(0, description="seed of the LoRA init, prompt order and sampling")
-    variants: list[Variant | View] = Field(
+    ablations: list[Terms] = Field(
         default_factory=list,
-        description="other Refiners to train on the same instances: a reward variant "
-        "(score.variant: pos_only, neg_only, full), the paper's ablation, or the other view's "
-        "intents (speaker_only or full_information, whichever label.full_information is "
-        "not; needs label.both_views); each lands in models/refiner/GAME/variants/V and is "
-        "scored on the held-out instances; empty: none",
+        description="the paper's reward ablation: a Refiner per entry, trained on the same "
+        "instances with these reward terms instead of score.terms (pos_only, neg_only, "
+        "full); each lands in models/refiner/GAME/extra/TERMS and is scored on the held-out "
+        "instances; empty: none",
+    )
+    views: list[View] = Field(
+        default_factory=list,
+        description="a Refiner trained on the same instances with the other view's intents "
+        "(speaker_only or full_information, whichever label.full_information is not; needs "
+        "label.both_views): models/refiner/GAME/extra/VIEW, scored on the held-out "
+        "instances against both views' intents; empty: none",
     )
     joint: list[GameName] = Field(
         default_factory=list,
         description="games whose train instances one joint Refiner trains on, each prompt "
-        "naming its game (the stage grpo_all: models/refiner/all, MLflow refiner-all, "
-        "refiner-all+X seats), with the shared grpo, sample and score sections; the "
+        "naming its game (the stage grpo_joint: models/refiner/joint, MLflow refiner-joint, "
+        "refiner-joint+X seats), with the shared grpo, sample and score sections; the "
         "evaluate stage scores it on every game's held-out instances beside the game's own "
         "Refiner, a game left out of this list as one it never saw; empty: none",
     )
     member_refiners: list[str] = Field(
         default_factory=list,
         description="members of an ensemble models.measurer (by name) that each train a "
-        "Refiner of their own, against that member alone, beside the game's Refiner trained "
-        "against the whole ensemble, on the same instances: each lands in models/refiner/GAME/"
-        "variants/vs_NAME and is scored on the held-out instances (ensemble vs single "
-        "Measurer); empty: none",
+        "member Refiner of their own, against that member alone, beside the game's Refiner "
+        "trained against the whole ensemble, on the same instances: each lands in "
+        "models/refiner/GAME/extra/vs_NAME and is scored on the held-out instances "
+        "(ensemble vs single Measurer); empty: none",
     )
     precision: Precision = Field(
         "auto",
@@ -197,9 +199,11 @@ class GRPOSettings(Settings):
         return self
 
     @model_validator(mode="after")
-    def _variants_once(self) -> GRPOSettings:
-        if len(set(self.variants)) != len(self.variants):
-            raise ValueError(f"variants {self.variants}: each variant once")
+    def _each_once(self) -> GRPOSettings:
+        if len(set(self.ablations)) != len(self.ablations):
+            raise ValueError(f"ablations {self.ablations}: each reward's terms once")
+        if len(set(self.views)) != len(self.views):
+            raise ValueError(f"views {self.views}: each view once")
         if len(set(self.joint)) != len(self.joint):
             raise ValueError(f"joint {self.joint}: each game once")
         if len(self.joint) == 1:
@@ -211,10 +215,11 @@ class GRPOSettings(Settings):
             raise ValueError(f"member_refiners {self.member_refiners}: each member once")
         return self
 
-    def refiner_variants(self) -> list[str]:
-        """The names of the Refiners trained beside the game's own: one per other reward
-        variant, then one per member of ``member_refiners`` (``member_variant``)."""
-        return [*self.variants, *(member_variant(m) for m in self.member_refiners)]
+    def extra_refiners(self) -> list[str]:
+        """The names of the game's extra Refiners, trained beside its own: one per entry of
+        ``ablations``, then of ``views``, then one per member of ``member_refiners``
+        (``member_refiner``)."""
+        return [*self.ablations, *self.views, *(member_refiner(m) for m in self.member_refiners)]
 
     @model_validator(mode="after")
     def _launch_and_vllm_agree(self) -> GRPOSettings:

@@ -223,8 +223,8 @@ _TERM_LABELS = {"reward": "full reward", "positive": "desired term", "negative":
 
 def ablation_reward_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable:
     """The paper's reward ablation, measured on held-out instances: rows the Refiners
-    (untrained, then trained on each variant), columns each game's full reward and its two
-    terms. Only games that trained a variant Refiner have columns."""
+    (untrained, then trained on each reward's terms), columns each game's full reward and its
+    two terms. Only games that trained an ablation Refiner (``grpo.ablations``) have columns."""
     games = {
         g: m["held_out"]["terms"]
         for g, m in metrics_by_game.items()
