@@ -117,7 +117,9 @@ def work(ctx, item) -> dict:
 def tournament_games(ctx) -> list:
     """Every game of the tournaments (``matrix_games``), in the order they are played."""
     p = ctx.section
-    return matrix_games(ctx.game, p.conditions, condition_seeds(ctx), p.camps or None, p.options)
+    return matrix_games(
+        ctx.game, p.conditions, condition_seeds(ctx), p.camps or None, p.options, p.camps_in_turn()
+    )
 
 
 def condition_seeds(ctx) -> dict[str, range]:
@@ -294,6 +296,7 @@ def tournaments(ctx, part: slice, routes: dict | None = None) -> dict:
         p.conditions,
         condition_seeds(ctx),
         camps=p.camps or None,
+        camps_in_turn=p.camps_in_turn(),
         opponent=p.opponent,
         llm_routes=routes,
         route_of_seed=seat_models(ctx).get,

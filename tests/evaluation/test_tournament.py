@@ -192,6 +192,18 @@ def test_llm_players_play_their_own_few_seeds_and_pairs_stay_paired():
     played = {c: [seed for cond, _, seed, _ in jobs if cond == c] for c in conditions}
     assert played["direct"] == played["refiner+direct"] == [10]
     assert played["scripted"] == played["refiner+scripted"] == list(range(10, 15))
+    # LLM players' seeds take the camps in turn: 3 games in all, camps alternating
+    assert p.camps_in_turn() == ["direct", "refiner+direct"]
+    seeds = {c: range(20, 23) for c in conditions}
+    jobs = matrix_games("werewolf", conditions, seeds, ["village", "werewolf"], None, ["direct"])
+    direct = [(camp, seed) for cond, camp, seed, _ in jobs if cond == "direct"]
+    assert sorted(direct, key=lambda x: x[1]) == [
+        ("village", 20),
+        ("werewolf", 21),
+        ("village", 22),
+    ]
+    assert len([j for j in jobs if j[0] == "scripted"]) == 6  # every seed in both camps
+    assert Params(evaluate={"conditions": conditions}).evaluate.camps_in_turn() == []
     # one set of seeds for every condition, as before
     assert matrix_games("werewolf", conditions, range(10, 12), ["werewolf"]) == [
         (c, "werewolf", s, seats)

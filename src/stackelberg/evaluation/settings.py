@@ -57,9 +57,10 @@ class EvaluateSettings(PlayerSettings):
     llm_games: int | None = Field(
         None,
         ge=0,
-        description="seeds per camp of the conditions whose X is an LLM agent (direct, react, "
+        description="games in all of each condition whose X is an LLM agent (direct, react, "
         "...; its refiner+X and bestN+X alike, so they stay paired), each of whose moves is a "
-        "model call; null: tournament_games",
+        "model call: its seeds take the tested camps in turn (1: one game, in the first "
+        "camp); null: tournament_games seeds in every camp, as the other conditions",
     )
     tournament_seed: int = Field(100_000, description="first seed; apart from self-play seeds")
     options: dict[str, Any] = Field(
@@ -94,8 +95,16 @@ class EvaluateSettings(PlayerSettings):
         "held-out candidates and the labeler judges its responses",
     )
 
+    def camps_in_turn(self) -> list[str]:
+        """The conditions whose seeds take the camps in turn: those of LLM players, when
+        ``llm_games`` is set."""
+        if self.llm_games is None:
+            return []
+        return [c for c in self.conditions if parse_condition(c).kind in LLM_AGENT_KINDS]
+
     def games_of(self, condition: str) -> int:
-        """Seeds per camp that ``condition`` plays: ``llm_games`` where its X is an LLM agent
-        (when set), else ``tournament_games``."""
-        llm = parse_condition(condition).kind in LLM_AGENT_KINDS
-        return self.llm_games if llm and self.llm_games is not None else self.tournament_games
+        """The seeds ``condition`` plays: ``llm_games`` (in all, the camps in turn) for a
+        condition of ``camps_in_turn``, else ``tournament_games`` (in every camp)."""
+        if condition in self.camps_in_turn():
+            return self.llm_games
+        return self.tournament_games

@@ -25,7 +25,7 @@ of many games, conditions and camps share forward passes.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from stackelberg.agents import LLM_AGENT_KINDS, Agent, llm_agent_class, make_agent
@@ -250,10 +250,13 @@ def matrix_games(
     seeds: Iterable[int] | Mapping[str, Iterable[int]],
     camps: Sequence[str] | None = None,
     options: Mapping[str, Any] | None = None,
+    camps_in_turn: Collection[str] = (),
 ) -> list[Job]:
     """The games of a tournament matrix, in the order ``play_matrix`` plays them: by camp,
     then condition, then seed (``seeds``: ``seeds_by_condition``'s); a seed whose deal gives
-    a camp no seat is left out."""
+    a camp no seat is left out. A condition of ``camps_in_turn`` plays each of its seeds in
+    one camp, the camps in turn (its i-th seed the i-th camp), not in every camp: a few
+    costly games spread over the camps (X and its wrapped forms alike, so pairs stay paired)."""
     camps = tuple(camps) if camps else game_spec(game_name).tested_camps
     by_condition = seeds_by_condition(conditions, seeds)
     every_seed = sorted({s for played in by_condition.values() for s in played})
@@ -263,8 +266,9 @@ def matrix_games(
         for condition in conditions:
             jobs += [
                 (condition, camp, seed, seats_of[seed])
-                for seed in by_condition[condition]
+                for i, seed in enumerate(by_condition[condition])
                 if seats_of[seed]
+                and (condition not in camps_in_turn or camps[i % len(camps)] == camp)
             ]
     return jobs
 
@@ -285,6 +289,7 @@ def play_matrix(
     on_game: Callable[[Record], None] | None = None,
     part: slice = slice(None),
     best_of_options: Mapping[str, Any] | None = None,
+    camps_in_turn: Collection[str] = (),
 ) -> list[Record]:
     """Every (condition, camp, seed) game, played ``batch_games`` tables at a time.
 
@@ -292,7 +297,8 @@ def play_matrix(
     Returns one record per game played (see ``_summary``; with ``keep_games`` the full game
     record is under ``"game_record"``). ``llm_routes``: one backend or {"default": backend,
     "refiner": backend, ...} (``bestN+X``: also "refiner_base" and "measurer"); None for
-    agents without an LLM; ``refiner`` and ``best_of_options``: ``build_agent``'s. ``route_of_seed``: the route of
+    agents without an LLM; ``refiner`` and ``best_of_options``: ``build_agent``'s;
+    ``camps_in_turn``: ``matrix_games``'. ``route_of_seed``: the route of
     the LLM players' backend on a seed's tables (a model drawn per game); default "default".
     ``part``: the games of ``matrix_games``' list to play (all by default); every game is
     seeded by its own seed, so the parts of a matrix, played apart, give its records.
@@ -315,7 +321,7 @@ def play_matrix(
             build_agent(
                 condition, game_name, routes, agent_options, refiner, r, best_of_options
             )
-    jobs = matrix_games(game_name, conditions, seeds, camps, options)[part]
+    jobs = matrix_games(game_name, conditions, seeds, camps, options, camps_in_turn)[part]
 
     def table(condition: str, camp: str, seed: int, seats: list[int]) -> Table:
         game = make_game(game_name, dict(options or {}))
