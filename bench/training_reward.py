@@ -21,20 +21,11 @@ from pathlib import Path
 import _project_root  # noqa: F401  (flows and stages importable)
 
 from flows import graph
+from stackelberg.datasets import read_dataset
+from stackelberg.evaluation.game_outputs import training_curves
 from stackelberg.evaluation.training_curve import training_summary
 from stackelberg.params import ParamsError, load_params
 from stackelberg.training.grpo_outputs import TRAIN_HISTORY
-from stages.evaluate import training_curves
-
-
-class GamePaths:
-    """What ``training_curves`` asks of a stage context: where a stage writes for a game."""
-
-    def __init__(self, game: str) -> None:
-        self.game = game
-
-    def path(self, stage: str) -> Path:
-        return graph.output(stage, self.game)
 
 
 def main() -> None:
@@ -53,9 +44,8 @@ def main() -> None:
         if not history_path.exists():
             sys.exit(f"training_reward: {history_path} not found (run grpo@{game} first)")
         history = json.loads(history_path.read_text())
-        summary = training_summary(
-            **training_curves(GamePaths(game), history), resamples=args.bootstrap
-        )
+        scores = read_dataset(graph.output("score", game), "scores")
+        summary = training_summary(**training_curves(history, scores), resamples=args.bootstrap)
         print(json.dumps({"game": game, "training": summary}))
 
 

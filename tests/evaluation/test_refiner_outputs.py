@@ -11,12 +11,13 @@ from tables import squeeze
 
 from stackelberg.agents.refiner import Candidate, ended_before_limit
 from stackelberg.datasets import read_dataset
+from stackelberg.evaluation.game_outputs import refiner_outputs
 from stackelberg.evaluation.metrics import game_metrics, mlflow_metrics
 from stackelberg.evaluation.report import markdown_report, terminal_report
 from stackelberg.params import Params
 from stackelberg.persuasion.candidates import dataset_rates
 from stackelberg.training.grpo_outputs import CLIPPED_RATIO, PARSE_RATE
-from stages import evaluate, sample
+from stages import sample
 
 
 class WordTokens:
@@ -91,11 +92,11 @@ def test_rates_reach_metrics_mlflow_and_the_summary(ctx, sampled):
         {"refined": 1, "refiner_ended": 0, "refiner_parsed": 1},
         {},
     ]
-    ctx = SimpleNamespace(**vars(ctx) | {"section": ctx.params.evaluate})  # evaluate's
-    runs = evaluate.refiner_outputs(ctx, reward, trained, games)
+    candidates = read_dataset(ctx.path("sample"), "candidates")
+    runs = refiner_outputs(candidates, trained, reward, games)
     assert list(runs) == ["sample", "grpo", "held_out_before", "held_out_after", "tournament"]
     assert runs["tournament"] == {"completions": 4, "ended_rate": 0.75, "parse_rate": 0.75}
-    assert "tournament" not in evaluate.refiner_outputs(ctx, reward, trained, games[2:])
+    assert "tournament" not in refiner_outputs(candidates, trained, reward, games[2:])
     assert runs["grpo"] == {"completions": 8, "ended_rate": 0.5, "parse_rate": 0.75}
     metrics = game_metrics([], game="werewolf", refiner_outputs=runs)
     out = metrics["refiner_outputs"]

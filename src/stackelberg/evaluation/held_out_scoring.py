@@ -11,12 +11,14 @@ then respond to the candidates and a judge reads their responses (``behaviour``)
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
-from stackelberg.evaluation.behaviour import follower_behaviour
+from stackelberg.evaluation.behaviour import behaviour_followers, follower_behaviour
 from stackelberg.evaluation.ground_truth import optimum_record
 from stackelberg.evaluation.held_out import best_of_choice, candidate_record, instance_means
+from stackelberg.llm.local.threads import BackgroundLane
 from stackelberg.persuasion.candidates import output_rates, sample_candidates
 from stackelberg.persuasion.exact_follower import ExactFollower, optimum
 from stackelberg.persuasion.intents import other_view_row
@@ -24,6 +26,7 @@ from stackelberg.persuasion.measurer import (
     MEMBER_REFINER_PREFIX,
     ensemble_names,
     measure_completions,
+    measurer_backends,
 )
 from stackelberg.progress import progress
 
@@ -37,6 +40,33 @@ HELD_OUT_ROW = ("instance_id", "base_utterance", "desired", "undesired")
 #: the Refiners' candidates in ``sample_held_out``'s result: the untrained Refiner's (its
 #: first ``n`` the "before" group, best-of-k picks among its first k) and the trained one's
 UNTRAINED, TRAINED = "pool", "after"
+
+
+def scored_beside(
+    measurer: Any,
+    routes: Mapping[str, Any],
+    score: Callable[[], dict],
+    play: Callable[[Mapping[str, Any]], dict],
+) -> dict:
+    """``play(routes) | score()``, the Measurer's ``score`` in a ``BackgroundLane`` while the
+    tables ``play``: a tournament decodes a token at a time for a few tables, which leaves
+    most of the second core idle, and the Measurer's forward passes use it. Each side keeps
+    its own prompt-prefix blocks, so neither changes what the other computes. A Measurer that
+    the tables also use (one backend, or one store) scores after them instead."""
+    backends = measurer_backends(measurer)
+    stores = {id(s): s for b in backends if (s := getattr(b, "prefix_store", None)) is not None}
+    if any(
+        route is b or id(getattr(route, "prefix_store", None)) in stores
+        for route in routes.values()
+        for b in backends
+    ):
+        return play(routes) | score()
+    with ExitStack() as budgets:  # each store (an ensemble: each member's) on its own
+        for store in stores.values():
+            budgets.enter_context(store.own_budget())
+        with BackgroundLane(score) as lane:
+            played = play(routes)
+        return played | lane.join()
 
 
 def candidate_seeds(instance_seeds: Sequence[int], seed: int) -> list[int]:
@@ -85,6 +115,25 @@ class BehaviourRun:
     followers: list[tuple[str, str, Callable[[], Any]]]
     judge: Any = None
 
+    @classmethod
+    def of(
+        cls,
+        settings: Any,
+        measurer_entry: Any,
+        measurer: Any,
+        unseen: tuple[Callable[[], Any], str] | None,
+        judge: Callable[[], Any] | None,
+    ) -> BehaviourRun | None:
+        """The check ``settings`` ask for (None without responses): the Measurer
+        (``measurer_entry``: its params entry; a list is an ensemble, whose members
+        respond) and the unseen follower respond; ``judge`` loads the LLM judge (None: the
+        scripted labeler's rule)."""
+        if not settings.responses:
+            return None
+        model = getattr(measurer_entry, "model", "ensemble")
+        followers = behaviour_followers(settings.followers, measurer, model, unseen)
+        return cls(settings, followers, None if judge is None else judge())
+
 
 def score_candidates(follower: Any, sampled: Mapping[str, Any], score: Any, desc: str) -> dict:
     """Every held-out candidate's record (``held_out.candidate_record``) under ``follower``,
@@ -120,6 +169,7 @@ def held_out_reward(
     behaviour: BehaviourRun | None = None,
     best_of: Sequence[int] = (),
     exact: Any = None,
+    other_view: str | None = None,
 ) -> dict[str, Any]:
     """Each instance's mean reward per Refiner ("before": the untrained Refiner's first
     ``n``), the Refiners' output rates, and every candidate's record under the Measurer and,
@@ -128,7 +178,9 @@ def held_out_reward(
     progress bars (``evaluate@GAME``). With ``behaviour``, each follower's judged responses
     to the candidates (``behaviour``). With ``exact`` (the instances' exact follower,
     ``exact_follower_for``), every candidate's record under it and each instance's
-    Stackelberg optimum (``optima``; ``evaluation.ground_truth``)."""
+    Stackelberg optimum (``optima``; ``evaluation.ground_truth``). With ``other_view``
+    (``label.both_views``: the other view's name), the information table's candidates
+    scored against that view's intents too (``score_other_view``)."""
     if not sampled:
         return {"before": [], "after": []}
     out: dict[str, Any] = {f"{g}_outputs": sampled[f"{g}_outputs"] for g in ("before", "after")}
@@ -156,6 +208,10 @@ def held_out_reward(
             optimum_record(*optimum(exact, view, row["desired"], row["undesired"], score))
             for row, view in zip(sampled["rows"], sampled["views"], strict=True)
         ]
+    if other_view is not None:
+        out["scored"]["other_view"] = score_other_view(
+            measurer, sampled, n, other_view, score, f"{desc}, {other_view} intents"
+        )
     records = out["scored"]["measurer"]
     out["before"] = instance_means([c[:n] for c in records[UNTRAINED]])
     out["after"] = instance_means(records[TRAINED])

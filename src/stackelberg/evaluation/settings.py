@@ -9,7 +9,7 @@ from pydantic import Field, PositiveInt
 
 from stackelberg.agents import LLM_AGENT_KINDS
 from stackelberg.agents.play_settings import PlayerSettings
-from stackelberg.evaluation.tournament import parse_condition
+from stackelberg.evaluation.tournament import matrix_games, parse_condition
 from stackelberg.llm.config import Dtype
 from stackelberg.settings import Settings
 
@@ -101,6 +101,36 @@ class EvaluateSettings(PlayerSettings):
         if self.llm_games is None:
             return []
         return [c for c in self.conditions if parse_condition(c).kind in LLM_AGENT_KINDS]
+
+    def condition_seeds(self) -> dict[str, range]:
+        """Each condition's seeds (``games_of``), all from ``tournament_seed`` on, so that
+        every pair meets the same deals."""
+        first = self.tournament_seed
+        return {c: range(first, first + self.games_of(c)) for c in self.conditions}
+
+    def seeds(self) -> range:
+        """Every seed some condition plays."""
+        most = max(map(self.games_of, self.conditions), default=0)
+        return range(self.tournament_seed, self.tournament_seed + most)
+
+    def matrix(self) -> dict[str, Any]:
+        """The tournament matrix these settings make: ``play_matrix``'s (and, but for the
+        opponent, the batching and the players' options, ``matrix_games``') arguments."""
+        return {
+            "conditions": self.conditions,
+            "seeds": self.condition_seeds(),
+            "camps": self.camps or None,
+            "options": self.options,
+            "camps_in_turn": self.camps_in_turn(),
+            "opponent": self.opponent,
+            "batch_games": self.batch_games,
+            "agent_options": self.agent_options(),
+        }
+
+    def games(self, game: str) -> list:
+        """Every game of the tournaments (``matrix_games``), in the order they are played."""
+        played = ("opponent", "batch_games", "agent_options")
+        return matrix_games(game, **{k: v for k, v in self.matrix().items() if k not in played})
 
     def games_of(self, condition: str) -> int:
         """The seeds ``condition`` plays: ``llm_games`` (in all, the camps in turn) for a

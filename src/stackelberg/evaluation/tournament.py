@@ -318,9 +318,7 @@ def play_matrix(
 
     for condition in (*conditions, opponent):  # fail on bad names before any game is played
         for r in {route(seed) for seed in every_seed} or {DEFAULT_ROUTE}:
-            build_agent(
-                condition, game_name, routes, agent_options, refiner, r, best_of_options
-            )
+            build_agent(condition, game_name, routes, agent_options, refiner, r, best_of_options)
     jobs = matrix_games(game_name, conditions, seeds, camps, options, camps_in_turn)[part]
 
     def table(condition: str, camp: str, seed: int, seats: list[int]) -> Table:
@@ -355,6 +353,16 @@ def play_matrix(
                 on_game(record)
     bar.close()
     return records
+
+
+def batch_items(games: int, batch_games: int) -> list[dict]:
+    """A tournament of ``games`` games as work items of ``batch_games`` tables each (each
+    played with its LLM calls batched; on a cluster, items run in parallel)."""
+    return [
+        {"label": f"tournament games {a}-{min(a + batch_games, games) - 1}", "tables": [a, b]}
+        for a in range(0, games, batch_games)
+        if (b := min(a + batch_games, games))
+    ]
 
 
 def drop_game_records(records: Sequence[Record], keep: int) -> None:

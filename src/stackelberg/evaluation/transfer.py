@@ -23,6 +23,7 @@ from typing import Any
 from stackelberg.evaluation.held_out import instance_means, interval
 from stackelberg.evaluation.stats import paired_bootstrap_diff
 from stackelberg.persuasion.intents import VIEWS
+from stackelberg.training.grpo_outputs import JOINT_REFINER
 
 #: the untrained Refiner's row of the information table
 UNTRAINED = "untrained"
@@ -97,6 +98,28 @@ def views_comparison(
             ).to_dict()
             for view, records in sorted(by_intents.items())
         }
+    return out
+
+
+def transfer_details(
+    scored: Mapping[str, Any],
+    n: int,
+    resamples: int,
+    seed: int,
+    joint: Sequence[str],
+    game: str,
+    own_view: str,
+) -> dict[str, Any]:
+    """The joint Refiner beside the game's own (``joint``: the games it trained on, empty
+    without one) and the 2x2 information table (where the other view was scored), as
+    metrics.json's ``held_out`` holds them."""
+    out: dict[str, Any] = {}
+    if joint:
+        measurer = scored["measurer"]
+        joint_records = measurer["extra"][JOINT_REFINER]
+        out["joint"] = joint_comparison(measurer, joint_records, n, joint, game, resamples, seed)
+    if "other_view" in scored:
+        out["views"] = views_comparison(scored, n, own_view, resamples, seed)
     return out
 
 
