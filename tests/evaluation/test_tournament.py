@@ -204,6 +204,10 @@ def test_llm_players_play_their_own_few_seeds_and_pairs_stay_paired():
     ]
     assert len([j for j in jobs if j[0] == "scripted"]) == 6  # every seed in both camps
     assert Params(evaluate={"conditions": conditions}).evaluate.camps_in_turn() == []
+    # a seed whose deal gives its turn's camp no seat plays in the next camp it seats
+    onuw = next(s for s in range(100) if not camp_seats("onuw", s, "werewolf"))
+    [job] = matrix_games("onuw", ["direct"], [onuw], ["werewolf", "village"], None, ["direct"])
+    assert job[:3] == ("direct", "village", onuw)
     # one set of seeds for every condition, as before
     assert matrix_games("werewolf", conditions, range(10, 12), ["werewolf"]) == [
         (c, "werewolf", s, seats)

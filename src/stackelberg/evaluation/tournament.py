@@ -255,20 +255,29 @@ def matrix_games(
     """The games of a tournament matrix, in the order ``play_matrix`` plays them: by camp,
     then condition, then seed (``seeds``: ``seeds_by_condition``'s); a seed whose deal gives
     a camp no seat is left out. A condition of ``camps_in_turn`` plays each of its seeds in
-    one camp, the camps in turn (its i-th seed the i-th camp), not in every camp: a few
-    costly games spread over the camps (X and its wrapped forms alike, so pairs stay paired)."""
+    one camp, the camps in turn (its i-th seed the i-th camp, or the next one the deal
+    seats), not in every camp: a few costly games spread over the camps (X and its wrapped
+    forms alike, so pairs stay paired)."""
     camps = tuple(camps) if camps else game_spec(game_name).tested_camps
     by_condition = seeds_by_condition(conditions, seeds)
     every_seed = sorted({s for played in by_condition.values() for s in played})
+    seats = {
+        camp: {seed: camp_seats(game_name, seed, camp, options) for seed in every_seed}
+        for camp in camps
+    }
+
+    def turn(i: int, seed: int) -> str | None:
+        ordered = [camps[(i + k) % len(camps)] for k in range(len(camps))]
+        return next((camp for camp in ordered if seats[camp][seed]), None)
+
     jobs: list[Job] = []
     for camp in camps:
-        seats_of = {seed: camp_seats(game_name, seed, camp, options) for seed in every_seed}
         for condition in conditions:
             jobs += [
-                (condition, camp, seed, seats_of[seed])
+                (condition, camp, seed, seats[camp][seed])
                 for i, seed in enumerate(by_condition[condition])
-                if seats_of[seed]
-                and (condition not in camps_in_turn or camps[i % len(camps)] == camp)
+                if seats[camp][seed]
+                and (condition not in camps_in_turn or turn(i, seed) == camp)
             ]
     return jobs
 
