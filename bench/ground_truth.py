@@ -53,10 +53,11 @@ from stackelberg.persuasion.measurer import ScoreSettings, measure
 from stackelberg.persuasion.truth import scripted_intents
 
 
-def instances(game: str, agents: str, seeds: int, limit: int) -> list[tuple]:
-    """(view, desired, undesired) of the labeled speech turns of ``seeds`` games."""
+def instances(game: str, agents: str, seeds: int, limit: int, first: int = 0) -> list[tuple]:
+    """(view, desired, undesired) of the labeled speech turns of ``seeds`` games, seeded
+    from ``first`` on."""
     tables = []
-    for seed in range(seeds):
+    for seed in range(first, first + seeds):
         probe = make_game(game, {})
         probe.reset(seed)
         tables.append(
