@@ -44,7 +44,7 @@ def main() -> None:
         if not history_path.exists():
             sys.exit(f"training_reward: {history_path} not found (run grpo@{game} first)")
         history = json.loads(history_path.read_text())
-        scores = read_dataset(graph.output("score", game), "scores")
+        scores = lambda: read_dataset(graph.output("score", game), "scores")  # noqa: E731, B023
         summary = training_summary(**training_curves(history, scores), resamples=args.bootstrap)
         print(json.dumps({"game": game, "training": summary}))
 

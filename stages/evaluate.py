@@ -218,7 +218,7 @@ def finish(ctx, results) -> dict:
     if entries:  # an index of none without tournaments: the stage's output always exists
         mlflow.log_artifacts(str(folder), VIEWER_FOLDER)
     trained = json.loads((ctx.path("grpo") / TRAIN_HISTORY).read_text())
-    curves = training_curves(trained, read_dataset(ctx.path("score"), "scores"))
+    curves = training_curves(trained, lambda: read_dataset(ctx.path("score"), "scores"))
     sample = ctx.path("sample")
     candidates = read_dataset(sample, "candidates") if sample.exists() else None
     own_view = ctx.params.for_game("label", ctx.game).view

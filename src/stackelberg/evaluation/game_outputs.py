@@ -5,7 +5,7 @@ plots as ``metrics.json`` and PNGs, so that the stage only picks inputs and path
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,15 +26,17 @@ from stackelberg.training.prompt_rewards import step_prompt_reward_map, step_pro
 METRICS = "metrics.json"
 
 
-def training_curves(history: Mapping[str, Any], scores: Any) -> dict:
+def training_curves(history: Mapping[str, Any], scores: Callable[[], Any]) -> dict:
     """The GRPO run's prompt rewards by step, the same less each prompt's untrained baseline
-    (the mean reward of the score stage's Refiner candidates on it, from ``scores``), and
-    each revisited prompt's first and last reward: ``game_metrics``' keyword arguments (all
-    None for a run trained before prompt rewards were kept)."""
+    (the mean reward of the score stage's Refiner candidates on it: ``scores`` reads that
+    dataset), and each revisited prompt's first and last reward: ``game_metrics``' keyword
+    arguments (all None, and nothing read, for a run trained before prompt rewards were
+    kept)."""
     by_prompt = step_prompt_reward_map(history)
     if by_prompt is None:
         return {"step_rewards": None, "step_gains": None, "revisits": None}
-    refined = scores.filter(scores["source"] == "refiner")
+    dataset = scores()
+    refined = dataset.filter(dataset["source"] == "refiner")
     means = refined.group_by("instance_id").agg(refined["reward"].mean())
     baselines = {str(k): float(v) for k, v in means.iter_rows()}
     return {

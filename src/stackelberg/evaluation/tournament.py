@@ -276,8 +276,7 @@ def matrix_games(
             jobs += [
                 (condition, camp, seed, seats[camp][seed])
                 for i, seed in enumerate(by_condition[condition])
-                if seats[camp][seed]
-                and (condition not in camps_in_turn or turn(i, seed) == camp)
+                if seats[camp][seed] and (condition not in camps_in_turn or turn(i, seed) == camp)
             ]
     return jobs
 

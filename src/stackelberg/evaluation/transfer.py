@@ -74,9 +74,7 @@ def views_comparison(
 
     def means(records: Mapping[str, Any], refiner: str) -> list[float]:
         groups = {UNTRAINED: [c[:n] for c in records["pool"]], own_view: records["after"]}
-        return instance_means(
-            groups[refiner] if refiner in groups else records["extra"][refiner]
-        )
+        return instance_means(groups[refiner] if refiner in groups else records["extra"][refiner])
 
     refiners = [UNTRAINED, own_view]
     if other_view in scored["measurer"]["extra"]:

@@ -29,6 +29,7 @@ ZeroStage = Literal[2, 3]
 VLLMMode = Literal["server", "colocate"]
 Precision = Literal["auto", "float32", "bfloat16"]
 
+
 class GRPOSettings(Settings):
     """GRPO settings of one Refiner run: the ``grpo`` section of params.yaml.
 
