@@ -12,8 +12,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio._backends._asyncio  # noqa: F401  (see below)
 import pytest
 from hypothesis import settings
+
+# anyio ships a pytest plugin, so pytest rewrites every anyio module it imports. anyio
+# imports its asyncio backend lazily, and in a worker whose first Prefect flow runs it in
+# Prefect's loop thread, beside another thread's compile: CPython 3.11's AST constructor is
+# not thread-safe there ("AST constructor recursion depth mismatch"). Imported here, once,
+# in the main thread, before any test starts a thread.
 
 
 def _embedded(**options):
@@ -63,12 +70,26 @@ def prefect_server_stopped_before_exit():
 MODEL_FIXTURES = frozenset({"local_llm", "local_int8_llm", "gemma_llm"})
 
 
+def _allowed_seconds(item) -> float:
+    """The time a test's ``timeout`` mark allows it (0 without one)."""
+    mark = item.get_closest_marker("timeout")
+    return float(mark.args[0]) if mark is not None and mark.args else 0.0
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
-    """Keep the fast lane (`pytest -m "not slow"`) free of model loading by rule, not by care."""
+    """Keep the fast lane (`pytest -m "not slow"`) free of model loading by rule, not by care;
+    and run first the files whose tests allow themselves the longest (the pipeline runs), in
+    collection order otherwise: with one process per core they then start together, not as a
+    tail."""
     for item in items:
         if MODEL_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    longest: dict[str, float] = {}  # a file's tests stay together (its fixtures set up once)
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        longest[path] = max(longest.get(path, 0.0), _allowed_seconds(item))
+    items.sort(key=lambda item: -longest[item.nodeid.split("::")[0]])
 
 
 #: the most weights a checkpoint a test builds for itself holds (a real model: hundreds of MB)
