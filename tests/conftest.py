@@ -85,11 +85,10 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if MODEL_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-    longest: dict[str, float] = {}  # a file's tests stay together (its fixtures set up once)
+    longest: dict[Path, float] = {}  # a file's tests stay together (its fixtures set up once)
     for item in items:
-        path = item.nodeid.split("::")[0]
-        longest[path] = max(longest.get(path, 0.0), _allowed_seconds(item))
-    items.sort(key=lambda item: -longest[item.nodeid.split("::")[0]])
+        longest[item.path] = max(longest.get(item.path, 0.0), _allowed_seconds(item))
+    items.sort(key=lambda item: -longest[item.path])
 
 
 #: the most weights a checkpoint a test builds for itself holds (a real model: hundreds of MB)
