@@ -1,6 +1,6 @@
 # The two entry points of the README, the study, the followers' and the limits' runs. Each
 # installs into ./.venv first (idempotent).
-.PHONY: run test fast study followers limits install
+.PHONY: run test fast study followers limits persuasion install
 
 install:
 	bash scripts/install.sh
@@ -25,3 +25,8 @@ followers: install
 # one Refiner for all games, and training on the speaker's own view (docs/limits.md)
 limits: install
 	STUDY_PARAMS=configs/limits.yaml STUDY_WORKSPACE=runs/limits bash scripts/study.sh
+
+# GRPO against the exact follower, held out against the Stackelberg optimum, and win rates
+# among listening scripted players (docs/persuasion.md)
+persuasion: install
+	STUDY_PARAMS=configs/persuasion.yaml STUDY_WORKSPACE=runs/persuasion bash scripts/study.sh

@@ -53,9 +53,11 @@ from stackelberg.persuasion.measurer import ScoreSettings, measure
 from stackelberg.persuasion.truth import scripted_intents
 
 
-def instances(game: str, agents: str, seeds: int, limit: int, first: int = 0) -> list[tuple]:
+def instances(
+    game: str, agents: str, seeds: int, limit: int, first: int = 0, full_information: bool = True
+) -> list[tuple]:
     """(view, desired, undesired) of the labeled speech turns of ``seeds`` games, seeded
-    from ``first`` on."""
+    from ``first`` on, labeled from ``full_information`` or the speaker's own view."""
     tables = []
     for seed in range(first, first + seeds):
         probe = make_game(game, {})
@@ -68,7 +70,7 @@ def instances(game: str, agents: str, seeds: int, limit: int, first: int = 0) ->
         record_json = json.dumps(record)
         for row in speech_instances(record, table.speech_turns, 3):
             view = instance_view(record_json, row)
-            desired, undesired = scripted_intents(view, 3, True, True, row["seed"])
+            desired, undesired = scripted_intents(view, 3, full_information, True, row["seed"])
             if desired and undesired:
                 out.append((view, desired, undesired))
     random.Random(f"ground-truth:{game}").shuffle(out)

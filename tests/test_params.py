@@ -291,6 +291,16 @@ def test_the_exact_follower_loads_as_the_measurer_of_the_games_it_models(tmp_pat
     assert "models.measurer.exact" in {key for key, _, _ in explain()}
 
 
+def test_the_persuasion_config_trains_against_the_exact_follower_among_its_listeners():
+    params = load_params(ROOT / "configs/persuasion.yaml")
+    assert params.games == ["werewolf", "avalon", "onuw"]
+    assert params.models.measurer.exact == "follower"
+    assert (params.selfplay.agents, params.evaluate.opponent) == ("scripted_sampled",) * 2
+    assert "refiner+scripted_sampled" in params.evaluate.conditions
+    assert params.evaluate.tournament_games >= 300
+    assert params.label.full_information is False
+
+
 def test_the_joint_and_the_other_views_refiners_load_where_they_can_work(tmp_path):
     path = tmp_path / "params.yaml"
     path.write_text(

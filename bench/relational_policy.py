@@ -1,0 +1,124 @@
+"""How much of the Stackelberg headroom can a speaker reach from simple features? A ceiling.
+
+    python bench/relational_policy.py [--games werewolf,onuw,avalon] [--view speaker_only]
+        [--train-seeds 150] [--test-seeds 40]
+
+A Refiner that reads its prompt can tell its role, which players its planned speech names
+(and on which side) and who speaks next. This fits the best policy that sees exactly that,
+and nothing of the history: each grammar speech (``grammar_speeches``: one sentence or two)
+is written as its *form*, every player replaced by its relation to the instance (F: the
+follower, B+ / B-: named by the base speech on the trusted / accused side, O: any other),
+and for each key (the speaker's role; whether the base accuses; whether it vouches) the
+forms are ranked by their mean exact gain over the base speech on the train instances
+(``scripted_sampled`` games from seed 0, labeled by the scripted labeler from ``--view``;
+forms seen 3 times or more). On held-out instances (games from seed 10,000) the policy says
+its key's best form that the instance has (the mean over the speeches of that form: a named
+O is any other player), else the base. Prints, per game, its mean exact gain (terms only)
+beside the mean headroom, and the share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+import _project_root  # noqa: F401  (the project importable from the root)
+from ground_truth import instances
+
+from stackelberg.persuasion.exact_follower import (
+    ExactFollower,
+    exact_parts,
+    grammar_speeches,
+    terms,
+)
+from stackelberg.persuasion.intents import FULL_INFORMATION, SPEAKER_ONLY
+from stackelberg.persuasion.measurer import ScoreSettings
+from stackelberg.persuasion.truth import truth_of
+
+BASE = "BASE"
+TEST_SEED = 10_000
+MIN_SEEN = 3
+
+
+def speech_form(view, speech: str, sides: dict[int, int]) -> str:
+    """``speech`` with each player written as its relation to the instance."""
+
+    def relation(match: re.Match) -> str:
+        pid = int(match.group(1)) - 1
+        if pid == view.follower:
+            return "Player<F>"
+        return {1: "Player<B+>", -1: "Player<B->"}.get(sides.get(pid, 0), "Player<O>")
+
+    return re.sub(r"Player (\d+)", relation, speech)
+
+
+def form_gains(game: str, seeds: int, first: int, full: bool) -> list[tuple]:
+    """Per instance: its key, each form's mean gain over the base, and the headroom."""
+    exact, score = ExactFollower(), ScoreSettings()
+    out = []
+    for view, desired, undesired in instances(game, "scripted_sampled", seeds, 10**9, first, full):
+        sides = {
+            subject[1]: side
+            for subject, side in truth_of(view).read(view, view.base_utterance)
+            if subject[0] == "player"
+        }
+        speeches = [view.base_utterance, *grammar_speeches(view)]
+        rewards = [terms(p) for p in exact_parts(exact, view, speeches, desired, undesired, score)]
+        by_form: dict[str, list[float]] = defaultdict(list, {BASE: [0.0]})
+        for speech, reward in zip(speeches[1:], rewards[1:], strict=True):
+            by_form[speech_form(view, speech, sides)].append(reward - rewards[0])
+        key = (
+            view.game.players[view.speaker].role,
+            any(s < 0 for s in sides.values()),
+            any(s > 0 for s in sides.values()),
+        )
+        gains = {form: statistics.mean(xs) for form, xs in by_form.items()}
+        out.append((key, gains, max(rewards) - rewards[0]))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", default="werewolf,onuw,avalon")
+    parser.add_argument("--view", default=SPEAKER_ONLY, choices=[FULL_INFORMATION, SPEAKER_ONLY])
+    parser.add_argument("--train-seeds", type=int, default=150)
+    parser.add_argument("--test-seeds", type=int, default=40)
+    args = parser.parse_args(argv)
+    if min(args.train_seeds, args.test_seeds) < 1:
+        print("relational_policy: seeds must be at least 1", file=sys.stderr)
+        return 2
+    full = args.view == FULL_INFORMATION
+    for game in args.games.split(","):
+        train = form_gains(game, args.train_seeds, 0, full)
+        test = form_gains(game, args.test_seeds, TEST_SEED, full)
+        seen: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for key, gains, _ in train:
+            for form, gain in gains.items():
+                seen[key][form].append(gain)
+        ranked = {
+            key: sorted(
+                (f for f, xs in forms.items() if len(xs) >= MIN_SEEN or f == BASE),
+                key=lambda f, forms=forms: -statistics.mean(forms[f]),
+            )
+            for key, forms in seen.items()
+        }
+        said, headroom = [], []
+        for key, gains, room in test:
+            form = next((f for f in ranked.get(key, [BASE]) if f in gains), BASE)
+            said.append(gains[form])
+            headroom.append(room)
+        gain, room = statistics.mean(said), statistics.mean(headroom)
+        print(
+            f"{game} ({args.view}): train {len(train)}, test {len(test)} instances; "
+            f"policy gain {gain:+.2f}, headroom {room:.2f}, share {gain / room:.0%}"
+        )
+        for key in sorted(ranked, key=str):
+            print(f"  {key}: {ranked[key][0]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
