@@ -13,8 +13,11 @@ forms are ranked by their mean exact gain over the base speech on the train inst
 (``scripted_sampled`` games from seed 0, labeled by the scripted labeler from ``--view``;
 forms seen 3 times or more). On held-out instances (games from seed 10,000) the policy says
 its key's best form that the instance has (the mean over the speeches of that form: a named
-O is any other player), else the base. Prints, per game, its mean exact gain (terms only)
-beside the mean headroom, and the share.
+O is any other player), else the base. The same policy over *additions* (the base speech
+whole, then one grammar sentence: ``sample.output_format: addition``) fits the added
+sentence's form. Prints, per game, the mean headroom, and the mean exact gain (terms only)
+and share of headroom of: the whole-speech policy, the best addition (an oracle: the
+ceiling of that format), and the addition policy.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import re
 import statistics
 import sys
 from collections import defaultdict
+from typing import NamedTuple
 
 import _project_root  # noqa: F401  (the project importable from the root)
 from ground_truth import instances
@@ -32,6 +36,7 @@ from stackelberg.persuasion.exact_follower import (
     ExactFollower,
     exact_parts,
     grammar_speeches,
+    speaker_sentences,
     terms,
 )
 from stackelberg.persuasion.intents import FULL_INFORMATION, SPEAKER_ONLY
@@ -55,28 +60,79 @@ def speech_form(view, speech: str, sides: dict[int, int]) -> str:
     return re.sub(r"Player (\d+)", relation, speech)
 
 
-def form_gains(game: str, seeds: int, first: int, full: bool) -> list[tuple]:
-    """Per instance: its key, each form's mean gain over the base, and the headroom."""
+class Instance(NamedTuple):
+    """One instance's key, each form's mean gain over the base (whole speeches; additions:
+    the base with one sentence after it), the headroom and the best addition's gain."""
+
+    key: tuple
+    whole: dict[str, float]
+    added: dict[str, float]
+    headroom: float
+    best_addition: float
+
+
+def mean_by_form(pairs) -> dict[str, float]:
+    by_form: dict[str, list[float]] = defaultdict(list, {BASE: [0.0]})
+    for form, gain in pairs:
+        by_form[form].append(gain)
+    return {form: statistics.mean(xs) for form, xs in by_form.items()}
+
+
+def form_gains(game: str, seeds: int, first: int, full: bool) -> list[Instance]:
+    """The instances of ``seeds`` games from seed ``first``, scored under the exact follower."""
     exact, score = ExactFollower(), ScoreSettings()
     out = []
     for view, desired, undesired in instances(game, "scripted_sampled", seeds, 10**9, first, full):
+        base = view.base_utterance
         sides = {
             subject[1]: side
-            for subject, side in truth_of(view).read(view, view.base_utterance)
+            for subject, side in truth_of(view).read(view, base)
             if subject[0] == "player"
         }
-        speeches = [view.base_utterance, *grammar_speeches(view)]
-        rewards = [terms(p) for p in exact_parts(exact, view, speeches, desired, undesired, score)]
-        by_form: dict[str, list[float]] = defaultdict(list, {BASE: [0.0]})
-        for speech, reward in zip(speeches[1:], rewards[1:], strict=True):
-            by_form[speech_form(view, speech, sides)].append(reward - rewards[0])
+        speeches = grammar_speeches(view)
+        sentences = speaker_sentences(view)
+        said = [base, *speeches, *(f"{base} {s}" for s in sentences)]
+        rewards = [terms(p) for p in exact_parts(exact, view, said, desired, undesired, score)]
+        gains = [r - rewards[0] for r in rewards[1:]]
+        whole, added = gains[: len(speeches)], gains[len(speeches) :]
         key = (
             view.game.players[view.speaker].role,
             any(s < 0 for s in sides.values()),
             any(s > 0 for s in sides.values()),
         )
-        gains = {form: statistics.mean(xs) for form, xs in by_form.items()}
-        out.append((key, gains, max(rewards) - rewards[0]))
+        out.append(
+            Instance(
+                key,
+                mean_by_form(
+                    (speech_form(view, x, sides), g) for x, g in zip(speeches, whole, strict=True)
+                ),
+                mean_by_form(
+                    (speech_form(view, x, sides), g) for x, g in zip(sentences, added, strict=True)
+                ),
+                max(0.0, *whole),
+                max(0.0, *added),
+            )
+        )
+    return out
+
+
+def policy_gains(train: list[Instance], test: list[Instance], field: str) -> list[float]:
+    """The gain on each test instance of the policy fitted on ``train``'s ``field`` forms."""
+    seen: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for instance in train:
+        for form, gain in getattr(instance, field).items():
+            seen[instance.key][form].append(gain)
+    ranked = {
+        key: sorted(
+            (f for f, xs in forms.items() if len(xs) >= MIN_SEEN or f == BASE),
+            key=lambda f, forms=forms: -statistics.mean(forms[f]),
+        )
+        for key, forms in seen.items()
+    }
+    out = []
+    for instance in test:
+        forms = getattr(instance, field)
+        out.append(forms[next((f for f in ranked.get(instance.key, [BASE]) if f in forms), BASE)])
     return out
 
 
@@ -94,29 +150,19 @@ def main(argv: list[str] | None = None) -> int:
     for game in args.games.split(","):
         train = form_gains(game, args.train_seeds, 0, full)
         test = form_gains(game, args.test_seeds, TEST_SEED, full)
-        seen: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-        for key, gains, _ in train:
-            for form, gain in gains.items():
-                seen[key][form].append(gain)
-        ranked = {
-            key: sorted(
-                (f for f, xs in forms.items() if len(xs) >= MIN_SEEN or f == BASE),
-                key=lambda f, forms=forms: -statistics.mean(forms[f]),
-            )
-            for key, forms in seen.items()
+        room = statistics.mean(i.headroom for i in test)
+        rows = {
+            "policy, whole speech": policy_gains(train, test, "whole"),
+            "best addition (oracle)": [i.best_addition for i in test],
+            "policy, addition": policy_gains(train, test, "added"),
         }
-        said, headroom = [], []
-        for key, gains, room in test:
-            form = next((f for f in ranked.get(key, [BASE]) if f in gains), BASE)
-            said.append(gains[form])
-            headroom.append(room)
-        gain, room = statistics.mean(said), statistics.mean(headroom)
         print(
             f"{game} ({args.view}): train {len(train)}, test {len(test)} instances; "
-            f"policy gain {gain:+.2f}, headroom {room:.2f}, share {gain / room:.0%}"
+            f"headroom {room:.2f}"
         )
-        for key in sorted(ranked, key=str):
-            print(f"  {key}: {ranked[key][0]}")
+        for name, gains in rows.items():
+            gain = statistics.mean(gains)
+            print(f"  {name}: gain {gain:+.2f}, share {gain / room:.0%}")
     return 0
 
 

@@ -77,6 +77,20 @@ def test_analysis_format_needs_the_response_line():
     assert parse_refiner_output("Response:", BASE, "analysis") == ("Response:", False)
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I trust Player 2.", (f"{BASE} I trust Player 2.", True)),
+        ("I trust Player 2.\nAnd a second line.", (f"{BASE} I trust Player 2.", True)),
+        ("Response: Vote Player 4 today.", (f"{BASE} Vote Player 4 today.", True)),
+        ("Night 1: Player 3 died.", (BASE, False)),  # an output not parsed adds nothing
+        ("", (BASE, False)),
+    ],
+)
+def test_addition_format_says_the_base_whole_then_the_sentence(text, expected):
+    assert parse_refiner_output(text, BASE, "addition") == expected
+
+
 # ---- the prompt options --------------------------------------------------------------------
 
 
@@ -88,6 +102,15 @@ def test_default_prompt_names_the_game_and_asks_for_one_sentence(game):
     assert "one short sentence of at most 20 words" in spec.question
     assert spec.question.endswith(f'Your planned speech: "{BASE}"')  # right before the answer
     assert "Analysis" not in spec.question and "Response" not in spec.question
+
+
+def test_addition_prompt_asks_for_one_sentence_after_the_planned_speech(game):
+    style = RefinerStyle(output_format="addition", speech_words=12)
+    spec = refiner_spec(game, 0, 1, BASE, style)
+    assert spec.question.startswith(f'Your planned speech: "{BASE}"')
+    assert "Add one short sentence of at most 12 words to say after it" in spec.question
+    assert "so that Player 2 responds the way you want" in spec.question
+    assert style.stop == ("\n",)  # one line, as the speech format
 
 
 def test_release_options_carry_the_rules_and_the_two_line_format(game):

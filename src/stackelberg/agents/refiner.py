@@ -34,8 +34,9 @@ from stackelberg.settings import Settings
 
 REFINER_ROUTE = "refiner"
 #: Output formats: ``speech``, the new speech alone on one line (the completion ends at the
-#: line's end); ``analysis``, the release's two lines "Analysis: ..." then "Response: ...".
-OutputFormat = Literal["speech", "analysis"]
+#: line's end); ``analysis``, the release's two lines "Analysis: ..." then "Response: ...";
+#: ``addition``, one sentence on one line said after the planned speech, which stays whole.
+OutputFormat = Literal["speech", "analysis", "addition"]
 _RESPONSE = re.compile(r"response\s*:\s*(.+)", re.I | re.S)
 _ANALYSIS_LINE = re.compile(r"^\s*analysis\s*:.*$", re.I | re.M)
 #: A line that is not a speech: a label ("Analysis: ..."), a game-log line echoed from the
@@ -62,7 +63,9 @@ class RefinerStyle(Settings):
         "speech",
         description="speech: the new speech alone on one line, generation stops at the "
         "newline (a small model ends its utterance on its own); analysis: the release's "
-        "'Analysis: ...' and 'Response: ...' lines, only end-of-sequence stops it",
+        "'Analysis: ...' and 'Response: ...' lines, only end-of-sequence stops it; addition: "
+        "one sentence on one line said after the planned speech, which is kept whole (a "
+        "small model cannot drop the speech's claims; an unusable output adds nothing)",
     )
     speech_words: int = Field(20, ge=1, description="longest speech asked for (release: 100)")
     max_new_tokens: int = Field(
@@ -72,7 +75,7 @@ class RefinerStyle(Settings):
     @property
     def stop(self) -> tuple[str, ...]:
         """Where generation stops before the token limit (besides end-of-sequence)."""
-        return ("\n",) if self.output_format == "speech" else ()
+        return () if self.output_format == "analysis" else ("\n",)
 
 
 def refiner_spec(
@@ -100,6 +103,11 @@ def refiner_spec(
             "Say your planned speech again, more persuasively and keeping its claims, in one "
             f"short sentence of at most {style.speech_words} words. Write only that sentence."
             f"\n{planned}"
+        )
+    elif style.output_format == "addition":
+        question = (
+            f"{planned}\nAdd one short sentence of at most {style.speech_words} words to say "
+            f"after it, so that {target} responds the way you want. Write only that sentence."
         )
     else:
         question = (
@@ -130,7 +138,8 @@ def parse_refiner_output(
     A ``Response:`` line is used in either format. In the ``speech`` format the first
     non-empty line is the speech (an echoed "Your planned speech:" label dropped), unless
     it is a label, an echoed game-log line, a heading or a remark in parentheses. Otherwise (not parsed) the text minus any Analysis line is used; if nothing is
-    left, the base.
+    left, the base. In the ``addition`` format the sentence so read follows the base, and
+    an output not parsed adds nothing: the base alone.
 
     >>> parse_refiner_output("Analysis: be firm.\\nResponse: I trust Player 2.", "x", "analysis")
     ('I trust Player 2.', True)
@@ -138,7 +147,14 @@ def parse_refiner_output(
     ('I trust Player 2, and so should you.', True)
     >>> parse_refiner_output("Night 1: Player 3 died.", "I trust Player 2.")
     ('Night 1: Player 3 died.', False)
+    >>> parse_refiner_output("I suspect Player 5.", "I trust Player 2.", "addition")
+    ('I trust Player 2. I suspect Player 5.', True)
+    >>> parse_refiner_output("Night 1: Player 3 died.", "I trust Player 2.", "addition")
+    ('I trust Player 2.', False)
     """
+    if output_format == "addition":
+        sentence, parsed = parse_refiner_output(text, base, "speech")
+        return (f"{base} {sentence}", True) if parsed else (base, False)
     m = _RESPONSE.search(text)
     if m and (utterance := clean_speech(m.group(1))):
         return utterance, True
