@@ -2,7 +2,8 @@
 
     python bench/warm_start.py [--game werewolf] [--train-seeds 24] [--test-seeds 8]
         [--train 96] [--test 24] [--epochs 3] [--learning-rate 2e-4] [--n 2]
-        [--view full_information|speaker_only] [--target optimum|base-plus-one|own-best]
+        [--view full_information|speaker_only] [--output-format speech|addition]
+        [--target optimum|base-plus-one|own-best|best-addition]
         [--samples 8] [--out F] [--keep-adapter DIR | --adapter DIR]
 
 Instances are the speech turns of ``scripted_sampled`` games labeled by the scripted labeler
@@ -10,7 +11,9 @@ Instances are the speech turns of ``scripted_sampled`` games labeled by the scri
 speaker's own); the train games' seeds start at 0, the test games' at 10,000. Each train
 instance's Stackelberg optimum under the exact follower (terms only; with ``--target
 base-plus-one``, the best of the base speech and the base with one grammar sentence added,
-a rewrite that keeps the speech's claims as the prompt asks; with ``--target own-best``,
+a rewrite that keeps the speech's claims as the prompt asks; with ``--target
+best-addition``, the one sentence whose addition after the base scores best, for
+``--output-format addition``; with ``--target own-best``,
 rejection sampling: the best under the exact follower of ``--samples`` completions of the
 untrained Refiner as it runs, where it parsed and beats the base speech, else the base
 speech itself) becomes the completion of the Refiner's own prompt (the profile
@@ -103,7 +106,19 @@ def train_targets(args, llm, exact, train, profile, score) -> list[str]:
         return [optimum(exact, v, d, u, score).speech for v, d, u in train]
     if args.target == "base-plus-one":
         return [base_plus_one(exact, v, d, u, score) for v, d, u in train]
+    if args.target == "best-addition":
+        return [best_addition(exact, v, d, u, score) for v, d, u in train]
     return own_best(llm, exact, train, profile, args.samples, score)
+
+
+def best_addition(exact: ExactFollower, view, desired, undesired, score) -> str:
+    """The grammar sentence whose addition after the base speech scores best (the base's
+    own words again, which add nothing, where none helps): an addition-format target."""
+    base = view.base_utterance
+    sentences = [base, *speaker_sentences(view)]
+    speeches = [f"{base} {s}" for s in sentences]
+    parts = exact_parts(exact, view, speeches, desired, undesired, score)
+    return sentences[best_index([terms(p) for p in parts])]
 
 
 def warm_start(base: Path, rows: list[dict], out: Path, epochs: float, lr: float) -> None:
@@ -170,7 +185,14 @@ def main(argv: list[str] | None = None) -> int:
         "--view", default=FULL_INFORMATION, choices=[FULL_INFORMATION, SPEAKER_ONLY]
     )
     parser.add_argument(
-        "--target", default="optimum", choices=["optimum", "base-plus-one", "own-best"]
+        "--target",
+        default="optimum",
+        choices=["optimum", "base-plus-one", "own-best", "best-addition"],
+    )
+    parser.add_argument(
+        "--output-format",
+        choices=["speech", "addition"],
+        help="the Refiner's output format (default: params.yaml's sample.output_format)",
     )
     parser.add_argument("--samples", type=int, default=8, help="own-best: samples per instance")
     parser.add_argument("--out", type=Path, help="also write the results as JSON lines here")
@@ -184,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     start = time.perf_counter()
     profile = load_params("params.yaml").refiner_profile(args.game)
+    if args.output_format:
+        style = profile.style.model_copy(update={"output_format": args.output_format})
+        profile = dataclasses.replace(profile, style=style)
     base = ensure_checkpoint()
     untrained = profile.model.model_copy(update={"model": str(base), "cache": "off"})
     exact, score = ExactFollower(), ScoreSettings()
