@@ -77,6 +77,17 @@ def instances(
     return out[:limit]
 
 
+def at_least_one(text: str) -> int:
+    """An argparse type: a whole number of 1 or more (a bad one is argparse's one-line error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is below 1")
+    return value
+
+
 def summary(values) -> dict:
     return interval(list(values), 2000, 0)
 

@@ -30,7 +30,7 @@ from collections import defaultdict
 from typing import NamedTuple
 
 import _project_root  # noqa: F401  (the project importable from the root)
-from ground_truth import instances
+from ground_truth import at_least_one, instances
 
 from stackelberg.persuasion.exact_follower import (
     ExactFollower,
@@ -140,12 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", default="werewolf,onuw,avalon")
     parser.add_argument("--view", default=SPEAKER_ONLY, choices=[FULL_INFORMATION, SPEAKER_ONLY])
-    parser.add_argument("--train-seeds", type=int, default=150)
-    parser.add_argument("--test-seeds", type=int, default=40)
+    parser.add_argument("--train-seeds", type=at_least_one, default=150)
+    parser.add_argument("--test-seeds", type=at_least_one, default=40)
     args = parser.parse_args(argv)
-    if min(args.train_seeds, args.test_seeds) < 1:
-        print("relational_policy: seeds must be at least 1", file=sys.stderr)
-        return 2
     full = args.view == FULL_INFORMATION
     for game in args.games.split(","):
         train = form_gains(game, args.train_seeds, 0, full)

@@ -15,7 +15,7 @@ import argparse
 import sys
 
 import _project_root  # noqa: F401  (the project importable from the root)
-from ground_truth import instances
+from ground_truth import at_least_one, instances
 
 from stackelberg.llm import make_llm
 from stackelberg.llm.embedded import ensure_checkpoint
@@ -26,12 +26,9 @@ from stackelberg.persuasion.candidates import sample_candidates
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--game", default="werewolf", choices=["werewolf", "avalon", "onuw"])
-    parser.add_argument("--instances", type=int, default=8)
-    parser.add_argument("--n", type=int, default=2)
+    parser.add_argument("--instances", type=at_least_one, default=8)
+    parser.add_argument("--n", type=at_least_one, default=2)
     args = parser.parse_args(argv)
-    if min(args.instances, args.n) < 1:
-        print("sampling_history: --instances and --n must be at least 1", file=sys.stderr)
-        return 2
     profile = load_params("params.yaml").refiner_profile(args.game)
     config = profile.model.model_copy(update={"model": str(ensure_checkpoint()), "cache": "off"})
     views = [v for v, _, _ in instances(args.game, "scripted_sampled", 4, args.instances, 10_000)]
