@@ -4,7 +4,8 @@
 
 The untrained Refiner as it plays (``params.yaml``'s profile, on the embedded model) samples
 the same seeded requests four times in one process: first, then after unrelated requests,
-then from a second backend, then again back to back. Prints how many of the samples match
+then from a second backend, then again back to back, then after clearing the backend's
+prefix store (the prompt blocks earlier calls stored). Prints how many of the samples match
 the first call's, and the later calls' among themselves. A comparison of two Refiners that
 reuses one backend is fair only if these match.
 """
@@ -45,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     after = texts(llm)
     second_backend = texts(make_llm(config))
     again = texts(llm)
+    llm.clear_prefix_cache()  # the prompt-prefix blocks the earlier calls stored
+    cleared = texts(llm)
 
     def same(a: list[str], b: list[str]) -> str:
         return f"{sum(x == y for x, y in zip(a, b, strict=True))} of {len(a)}"
@@ -53,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"first call vs a second backend: {same(first, second_backend)}")
     print(f"after other requests vs a second backend: {same(after, second_backend)}")
     print(f"after other requests vs again: {same(after, again)}")
+    print(f"first call vs after clearing the prefix store: {same(first, cleared)}")
     return 0
 
 
