@@ -3,18 +3,15 @@
     python bench/warm_start.py [--game werewolf] [--train-seeds 24] [--test-seeds 8]
         [--train 96] [--test 24] [--epochs 3] [--learning-rate 2e-4] [--n 2]
         [--view full_information|speaker_only] [--output-format speech|addition]
-        [--target optimum|base-plus-one|own-best|best-addition]
+        [--target optimum|own-best|best-addition]
         [--samples 8] [--out F] [--keep-adapter DIR | --adapter DIR]
 
 Instances are the speech turns of ``scripted_sampled`` games labeled by the scripted labeler
 (k=3, from ``--view``: full information as ``bench/ground_truth.py`` takes them, or the
 speaker's own); the train games' seeds start at 0, the test games' at 10,000. Each train
 instance's Stackelberg optimum under the exact follower (terms only; with ``--target
-base-plus-one``, the best of the base speech and the base with one grammar sentence added,
-a rewrite that keeps the speech's claims as the prompt asks; with ``--target
 best-addition``, the one sentence whose addition after the base scores best, for
-``--output-format addition``; with ``--target own-best``,
-rejection sampling: the best under the exact follower of ``--samples`` completions of the
+``--output-format addition``; with ``--target own-best``, rejection sampling: the best under the exact follower of ``--samples`` completions of the
 untrained Refiner as it runs, where it parsed and beats the base speech, else the base
 speech itself) becomes the completion of the Refiner's own prompt (the profile
 ``params.yaml`` builds: the prompt the pipeline samples, trains and plays with). A LoRA
@@ -64,12 +61,10 @@ TEST_SEED = 10_000
 TRAIN_SEED = 1_000_000
 
 
-def base_plus_one(exact: ExactFollower, view, desired, undesired, score) -> str:
-    """The best of the base speech and the base with one grammar sentence added."""
-    base = view.base_utterance
-    speeches = [base, *(f"{base} {s}" for s in speaker_sentences(view) if s not in base)]
+def best_of(exact: ExactFollower, view, speeches, desired, undesired, score) -> int:
+    """The index of the speech the exact follower rewards most (terms only; ties: the first)."""
     parts = exact_parts(exact, view, speeches, desired, undesired, score)
-    return speeches[best_index([terms(p) for p in parts])]
+    return best_index([terms(p) for p in parts])
 
 
 def own_best(llm, exact: ExactFollower, rows, profile, samples: int, score) -> list[str]:
@@ -83,8 +78,7 @@ def own_best(llm, exact: ExactFollower, rows, profile, samples: int, score) -> l
     targets, beat = [], 0
     for (view, d, u), cands in zip(rows, drawn, strict=True):
         speeches = [view.base_utterance, *(c.utterance for c in cands if c.parsed)]
-        parts = exact_parts(exact, view, speeches, d, u, score)
-        best = best_index([terms(p) for p in parts])
+        best = best_of(exact, view, speeches, d, u, score)
         beat += best > 0
         targets.append(speeches[best])
     print(
@@ -104,8 +98,6 @@ def train_targets(args, llm, exact, train, profile, score) -> list[str]:
     """Each train instance's completion under ``--target``."""
     if args.target == "optimum":
         return [optimum(exact, v, d, u, score).speech for v, d, u in train]
-    if args.target == "base-plus-one":
-        return [base_plus_one(exact, v, d, u, score) for v, d, u in train]
     if args.target == "best-addition":
         return [best_addition(exact, v, d, u, score) for v, d, u in train]
     return own_best(llm, exact, train, profile, args.samples, score)
@@ -117,8 +109,7 @@ def best_addition(exact: ExactFollower, view, desired, undesired, score) -> str:
     base = view.base_utterance
     sentences = [base, *speaker_sentences(view)]
     speeches = [f"{base} {s}" for s in sentences]
-    parts = exact_parts(exact, view, speeches, desired, undesired, score)
-    return sentences[best_index([terms(p) for p in parts])]
+    return sentences[best_of(exact, view, speeches, desired, undesired, score)]
 
 
 def warm_start(base: Path, rows: list[dict], out: Path, epochs: float, lr: float) -> None:
@@ -187,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--target",
         default="optimum",
-        choices=["optimum", "base-plus-one", "own-best", "best-addition"],
+        choices=["optimum", "own-best", "best-addition"],
     )
     parser.add_argument(
         "--output-format",
