@@ -111,8 +111,8 @@ def _unmade(repo, order: list[str]) -> list[tuple[str, str]]:
 
 
 #: stages that run back to back for one game: the Measurer's contexts of the score stage
-#: are still stored when GRPO scores the same instances next
-GAME_CHAIN = ("sample", "score", "grpo")
+#: are still stored when the warm start and GRPO score the same instances next
+GAME_CHAIN = ("sample", "score", "warm_start", "grpo")
 
 
 def _locality(name: str) -> tuple[int, int, int, str]:

@@ -42,7 +42,13 @@ from stackelberg.llm import LLMConfig
 from stackelberg.params import draw_model
 from stackelberg.persuasion.exact_follower import exact_follower_for
 from stackelberg.persuasion.intents import SCRIPTED
-from stackelberg.training.grpo_outputs import EXTRA, JOINT_REFINER, TRAIN_HISTORY
+from stackelberg.training.grpo_outputs import (
+    EXTRA,
+    JOINT_REFINER,
+    TRAIN_HISTORY,
+    WARM_START_REFINER,
+)
+from stackelberg.training.warm_start import warm_start_adapter
 from stackelberg.viewer import render_pages, tournament_entries, write_pages
 
 HELD_OUT = "held_out_reward"
@@ -52,9 +58,12 @@ VIEWER_FOLDER = "games"
 
 def refiner_profile(ctx, trained: bool, extra: str | None = None) -> RefinerProfile:
     """The Refiner as it runs, untrained or with a trained adapter: the game's own, an
-    ``extra`` one (``GRPOSettings.extra_refiners``) or the joint one (``joint``)."""
+    ``extra`` one (``GRPOSettings.extra_refiners``), the joint one (``joint``) or the warm
+    start alone (``warm_start``)."""
     if extra == JOINT_REFINER:
         adapter = ctx.path("grpo_joint")
+    elif extra == WARM_START_REFINER:
+        adapter = ctx.path("warm_start")
     else:
         adapter = ctx.path("grpo") / EXTRA / extra if extra else ctx.path("grpo")
     return ctx.params.refiner_profile(ctx.game, adapter if trained else None)
@@ -105,6 +114,8 @@ def held_out_samples(ctx) -> dict:
     extra = ctx.params.for_game("grpo", ctx.game).extra_refiners()
     if ctx.params.grpo.joint:  # the joint Refiner, beside the game's own
         extra = [*extra, JOINT_REFINER]
+    if warm_start_adapter(ctx.path("warm_start")):  # the warm start alone, before GRPO
+        extra = [*extra, WARM_START_REFINER]
     # The Refiners sample first, beside the players only: the Measurer leaves room for
     # loading their base (read in float32, then int8), and comes back after.
     refiners = {UNTRAINED: refiner_profile(ctx, False), TRAINED: refiner_profile(ctx, True)}

@@ -10,6 +10,9 @@ module's ``main``.
 The same module trains the joint Refiner (``grpo.joint``), as the stage grpo_joint
 (``JOINT_STAGE``): one Refiner on every joint game's train instances, each prompted and
 rewarded as its game's own Refiner is, into models/refiner/joint (``refiner-joint``).
+
+A game's Refiners go on from its warm start (models/warm_start/GAME, ``warm_start.source``)
+where it holds an adapter; the joint Refiner starts from the base model.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from stackelberg.training.prompt_rewards import (
     prompt_reward_records,
     step_prompt_rewards,
 )
+from stackelberg.training.warm_start import warm_start_adapter
 
 #: the stage that runs this module for the joint Refiner (dvc.yaml; flows/context.py: MODULE_OF)
 JOINT_STAGE = "grpo_joint"
@@ -213,6 +217,10 @@ def train_game(
         completion_limit=room,
         stop=profile.style.stop,
         desc=f"{ctx.stage}@{ctx.game} steps" + (f", {extra}" if extra else ""),
+        # every Refiner of a game goes on from its warm start; the joint one from the base
+        init_adapter=None
+        if ctx.stage == JOINT_STAGE
+        else warm_start_adapter(ctx.path("warm_start")),
     )
     from accelerate.utils import gather_object
 

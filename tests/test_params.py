@@ -268,6 +268,16 @@ EXACT = "{exact: follower}"
         ),
         ("models: {measurer: {exact: follower, temperature: 2}}\n", "temperature"),
         ("games: [sotopia]\nselfplay: {agents: scripted_sampled}\n", "not sotopia"),
+        # a grammar warm start needs the scripted players' sentences, in a format they fit
+        (
+            "games: [werewolf, sotopia]\nwarm_start: {source: grammar}\n",
+            "warm_start.source (sotopia): the speaker's grammar is the scripted players' "
+            "sentences, in werewolf, avalon, onuw only",
+        ),
+        (
+            "games: [onuw]\nwarm_start: {source: grammar}\nsample: {output_format: analysis}\n",
+            "grammar targets are written as addition or speech, not sample.output_format analysis",
+        ),
     ],
 )
 def test_impossible_pairings_are_refused_when_params_load(tmp_path, text, words):
@@ -299,6 +309,9 @@ def test_the_persuasion_config_trains_against_the_exact_follower_among_its_liste
     assert "refiner+scripted_sampled" in params.evaluate.conditions
     assert params.evaluate.tournament_games >= 300
     assert params.label.full_information is False
+    # GRPO goes on from a warm start on the grammar (from the base, its groups rarely differed)
+    assert params.warm_start.source == "grammar"
+    assert load_params(ROOT / "configs/paper.yaml").warm_start.source == "none"  # the paper's
 
 
 def test_the_joint_and_the_other_views_refiners_load_where_they_can_work(tmp_path):

@@ -13,7 +13,12 @@ from stackelberg.agents.runner import Table, play_tables
 from stackelberg.agents.scripted import SAMPLED_KIND
 from stackelberg.evaluation.ground_truth import ground_truth_mlflow, ground_truth_summary
 from stackelberg.evaluation.held_out_scoring import held_out_reward
-from stackelberg.evaluation.report import optimum_table, render_markdown, validity_table
+from stackelberg.evaluation.report import (
+    optimum_examples_table,
+    optimum_table,
+    render_markdown,
+    validity_table,
+)
 from stackelberg.games import make_game
 from stackelberg.persuasion.candidates import Candidate
 from stackelberg.persuasion.context import instance_view, speech_instances
@@ -122,3 +127,12 @@ def test_the_optimum_reaches_all_of_the_headroom_and_a_perfect_model_ranks_as_th
     assert optimum_rows[-1][-1].startswith("100%")
     assert "Stackelberg headroom" in render_markdown(optimum_table({game_name: metrics}))
     assert validity_table({game_name: metrics}).rows[0][1] == "measurer (measurer)"
+    # the examples: each Refiner's first candidate beside the optimum, with exact rewards
+    # (the trained candidates here are the optima themselves)
+    for e in gt["examples"]:
+        assert e["trained"]["speech"] == e["optimum"]
+        assert e["trained"]["reward"] == pytest.approx(e["optimum_reward"])
+        assert e["headroom"] == pytest.approx(e["optimum_reward"] - e["base_reward"])
+    shown = optimum_examples_table({game_name: metrics}).rows
+    assert [r[1] for r in shown[:4]] == ["base speech", "untrained", "trained", "optimum"]
+    assert len(shown) == 4 * len(gt["examples"]) and gt["examples"]

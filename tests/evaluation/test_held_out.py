@@ -73,9 +73,10 @@ def test_terms_are_means_of_instance_means():
 
 def test_what_the_refiner_learned_and_the_copying_verdict():
     desired, undesired = [["I trust Player 2."]], [["Player 2 is lying."]]
-    plain = learned_summary([[cand(1.0, "We should look at the votes.")]], desired, undesired)
+    base = ["I trust Player 2."]
+    plain = learned_summary([[cand(1.0, "We should look at the votes.")]], desired, undesired, base)
     copied = learned_summary(
-        [[cand(2.0, "I trust Player 2. Really.", penalty=-1.0)]], desired, undesired
+        [[cand(2.0, "I trust Player 2. Really.", penalty=-1.0)]], desired, undesired, base
     )
     assert plain["verbatim_desired"] == 0.0 and copied["verbatim_desired"] == 1.0
     assert copied["overlap_desired"] == pytest.approx(2 / 3)  # 2 of its 3 word 3-grams
@@ -83,6 +84,21 @@ def test_what_the_refiner_learned_and_the_copying_verdict():
     assert plain["parse_rate"] == 1.0 and plain["words"] == 6
     assert "reward hacking" in copying_verdict(plain, copied)
     assert "no sign of copying" in copying_verdict(plain, plain)
+    # what it says beyond the planned speech: an addition, or the whole speech
+    assert (
+        copied["top_saying"] == "Really." and plain["top_saying"] == "We should look at the votes."
+    )
+
+
+def test_one_phrase_said_everywhere_shows_as_the_top_saying_and_its_share():
+    bases = ["I trust Player 2.", "I suspect Player 4."]
+    groups = [
+        [cand(1.0, "I trust Player 2. Nah."), cand(1.0, "I trust Player 2.")],
+        [cand(1.0, "I suspect Player 4. Nah."), cand(1.0, "I suspect Player 4. Nah.")],
+    ]
+    out = learned_summary(groups, [["x"], ["x"]], [["y"], ["y"]], bases)
+    assert (out["top_saying"], out["top_saying_share"]) == ("Nah.", 0.75)
+    assert out["distinct_sayings"] == 2  # "Nah." and "" (the planned speech alone)
 
 
 def test_details_from_the_scored_records():

@@ -17,9 +17,7 @@ NEG = [[-4.0, -6.0, -8.0]]  # mean -6 ; sum -18
     ],
 )
 def test_reward_terms(terms, aggregation, expected):
-    parts = measurer_reward(
-        "short", POS, NEG, RewardConfig(terms=terms, aggregation=aggregation)
-    )
+    parts = measurer_reward("short", POS, NEG, RewardConfig(terms=terms, aggregation=aggregation))
     assert parts.reward == pytest.approx(expected)
     assert parts.pos_means == (-2.0, -2.0) and parts.neg_sums == (-18.0,)
 

@@ -60,6 +60,10 @@ def test_every_output_exists_and_matches_its_schema(project):
             df = read_dataset(root / path.format(g=game), name)
             assert df.height > 0, f"{name} of {game} is empty"
         assert (root / f"models/refiner/{game}/adapter_config.json").exists()
+        # no warm start (warm_start.source: none): its folder says so, GRPO began at the base
+        warm = root / f"models/warm_start/{game}"
+        assert json.loads((warm / "warm_start.json").read_text()) == {"source": "none"}
+        assert not (warm / "adapter_config.json").exists()
         metrics = json.loads((root / f"reports/{game}/metrics.json").read_text())
         assert metrics["game"] == game and metrics["reward"]["before"]["n"] >= 1
         assert (root / f"reports/{game}/plots/reward_curve.png").stat().st_size > 1000

@@ -174,7 +174,9 @@ def test_auto_precision_is_bf16_where_the_device_computes_it_natively(
         assert train_precision("bfloat16", cuda) == "bfloat16"
     args = grpo_config_args(GRPOSettings(), tmp_path, cuda=False, completion_limit=8)
     assert args["bf16"] == native and args["model_init_kwargs"] == {"dtype": expected}
-    pinned = grpo_config_args(GRPOSettings(precision="float32"), tmp_path, cuda=False, completion_limit=8)
+    pinned = grpo_config_args(
+        GRPOSettings(precision="float32"), tmp_path, cuda=False, completion_limit=8
+    )
     assert not pinned["bf16"]
 
 

@@ -118,6 +118,36 @@ def without_nan(value: Any) -> Any:
     return value
 
 
+#: held-out instances shown side by side
+EXAMPLES = 5
+
+
+def examples(
+    rows: Sequence[Mapping[str, Any]],
+    exact: Mapping[str, Any],
+    optima: Sequence[Mapping[str, Any]],
+    count: int,
+) -> list[dict[str, Any]]:
+    """The first ``count`` held-out instances: the base speech, the untrained and trained
+    Refiners' first candidates (and each extra Refiner's), the optimum, each with its exact
+    reward (terms)."""
+    out = []
+    for i, (row, best) in enumerate(list(zip(rows, optima, strict=True))[:count]):
+        said = {"untrained": exact["pool"][i][0], "trained": exact["after"][i][0]}
+        said |= {name: groups[i][0] for name, groups in exact.get("extra", {}).items()}
+        out.append(
+            {
+                "base": row["base_utterance"],
+                "base_reward": best["base"],
+                **{name: {"speech": c["text"], "reward": c["content"]} for name, c in said.items()},
+                "optimum": best["speech"],
+                "optimum_reward": best["reward"],
+                "headroom": best["reward"] - best["base"],
+            }
+        )
+    return out
+
+
 def ground_truth_summary(
     rows: Sequence[Mapping[str, Any]],
     scored: Mapping[str, Any],
@@ -153,14 +183,7 @@ def ground_truth_summary(
             "speeches": sum(o["speeches"] for o in optima) / max(len(optima), 1),
             "refiners": refiners,
             "validity": followers,
-            "examples": [
-                {
-                    "base": r["base_utterance"],
-                    "optimum": o["speech"],
-                    "headroom": o["reward"] - o["base"],
-                }
-                for r, o in zip(rows, optima, strict=True)
-            ][:5],
+            "examples": examples(rows, scored["exact"], optima, EXAMPLES),
         }
     )
 

@@ -28,6 +28,7 @@ stay JSON-ready; the functions here turn records into metrics.json entries.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,6 +36,7 @@ from stackelberg.evaluation.behaviour import behaviour_summary
 from stackelberg.evaluation.stats import bootstrap_mean_ci, paired_bootstrap_diff
 from stackelberg.persuasion.best_of import best_index
 from stackelberg.persuasion.measurer import MEMBER_REFINER_PREFIX
+from stackelberg.training.grpo_outputs import WARM_START_REFINER
 
 #: a candidate record's reward terms: the full reward, the desired responses' term and the
 #: undesired responses' term (minus their log-probability: higher is better for both)
@@ -148,20 +150,38 @@ def best_of_summary(
     return rows
 
 
+def saying(text: str, base: str) -> str:
+    """What a speech says beyond its planned speech: the addition of the addition format
+    ("" where it adds nothing), else the whole speech.
+
+    >>> saying("I trust Player 2. I suspect Player 5.", "I trust Player 2.")
+    'I suspect Player 5.'
+    """
+    return text[len(base) :].strip() if text.startswith(base) else text
+
+
 def learned_summary(
     groups: Sequence[Sequence[Mapping[str, Any]]],
     desired: Sequence[Sequence[str]],
     undesired: Sequence[Sequence[str]],
-) -> dict[str, float]:
+    bases: Sequence[str],
+) -> dict[str, Any]:
     """What a Refiner's candidates look like: mean words, parse rate, the length penalty's
-    share of the reward's magnitude, and their copying of the responses (mean 3-gram
-    overlap; share holding a response verbatim), desired and undesired apart."""
+    share of the reward's magnitude, their copying of the responses (mean 3-gram
+    overlap; share holding a response verbatim), desired and undesired apart, and what
+    they say beyond the planned speech (``saying``): how many distinct sayings, and the
+    most frequent one with its share (a gain that rests on one phrase said everywhere
+    shows here)."""
     flat = [
         (c, d, u) for cands, d, u in zip(groups, desired, undesired, strict=True) for c in cands
     ]
     n = len(flat)
     if not n:
         return {}
+    said = Counter(
+        saying(c["text"], base) for cands, base in zip(groups, bases, strict=True) for c in cands
+    )
+    top, top_count = said.most_common(1)[0]
     magnitude = sum(
         abs(c["content"]) + abs(c["penalty"]) + abs(c["format_penalty"]) for c, _, _ in flat
     )
@@ -176,6 +196,9 @@ def learned_summary(
         "overlap_undesired": sum(ngram_overlap(c["text"], u) for c, _, u in flat) / n,
         "verbatim_desired": sum(contains_verbatim(c["text"], d) for c, d, _ in flat) / n,
         "verbatim_undesired": sum(contains_verbatim(c["text"], u) for c, _, u in flat) / n,
+        "distinct_sayings": len(said),
+        "top_saying": top,
+        "top_saying_share": top_count / n,
     }
 
 
@@ -240,7 +263,8 @@ def held_out_details(
     groups = {"before": [c[:n] for c in measurer["pool"]], "after": measurer["after"]}
     desired = [r["desired"] for r in rows]
     undesired = [r["undesired"] for r in rows]
-    learned = {name: learned_summary(g, desired, undesired) for name, g in groups.items()}
+    bases = [r["base_utterance"] for r in rows]
+    learned = {name: learned_summary(g, desired, undesired, bases) for name, g in groups.items()}
     out: dict[str, Any] = {
         "n_instances": len(rows),
         "candidates_per_refiner": n,
@@ -295,9 +319,12 @@ def held_out_details(
 def refiner_label(name: str) -> str:
     """How the report names a held-out Refiner: untrained, trained (against the Measurer;
     an ensemble: all of it), a member Refiner, trained against one ensemble member alone
-    (``vs_NAME``), or trained on other reward terms or view, or the joint Refiner."""
+    (``vs_NAME``), or trained on other reward terms or view, or the joint Refiner, or the
+    warm start before GRPO."""
     if name in ("before", "after"):
         return "untrained" if name == "before" else "trained"
+    if name == WARM_START_REFINER:
+        return "warm start alone"
     member = name.removeprefix(MEMBER_REFINER_PREFIX)
     return f"trained against {member} alone" if member != name else f"trained, {name}"
 
@@ -382,7 +409,8 @@ def held_out_mlflow(game: str, details: Mapping[str, Any]) -> dict[str, float]:
             out[f"{stem}/content_diff/{follower}"] = float(part["estimate"])
     for refiner, values in (details.get("learned") or {}).items():
         for key, value in values.items():
-            out[f"{stem}/learned/{refiner}/{key}"] = float(value)
+            if isinstance(value, int | float):  # not the top saying's words
+                out[f"{stem}/learned/{refiner}/{key}"] = float(value)
     for refiner, cells in ((details.get("ensemble") or {}).get("refiners") or {}).items():
         for follower, part in cells.items():
             if part.get("n"):

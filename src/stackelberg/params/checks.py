@@ -65,6 +65,7 @@ def check_pairings(params: Params) -> None:
             "(backend: openai)"
         )
     check_followers(params)
+    check_warm_start(params)
     unseen = models.unseen_follower
     if unseen is not None and not unseen.can_score():
         raise ParamsError(
@@ -216,6 +217,28 @@ def check_exact_measurer(params: Params) -> None:
             raise ParamsError(
                 f"evaluate.behaviour.followers ({game}): the exact follower scores responses "
                 "but writes none; list unseen only, or set evaluate.behaviour.responses: 0"
+            )
+
+
+def check_warm_start(params: Params) -> None:
+    """Refuse a grammar warm start where there is no grammar: a game whose scripted players
+    say no sentences, an output format a grammar sentence cannot be written in."""
+    from stackelberg.agents.scripted import OPINION_GAMES
+    from stackelberg.persuasion.grammar_targets import GRAMMAR_FORMATS
+    from stackelberg.training.warm_start import GRAMMAR
+
+    for game in params.games:
+        if params.for_game("warm_start", game).source != GRAMMAR:
+            continue
+        if game not in OPINION_GAMES:
+            raise ParamsError(
+                f"warm_start.source ({game}): the speaker's grammar is the scripted players' "
+                f"sentences, in {', '.join(OPINION_GAMES)} only; set source: none for {game}"
+            )
+        if (fmt := params.for_game("sample", game).output_format) not in GRAMMAR_FORMATS:
+            raise ParamsError(
+                f"warm_start.source ({game}): grammar targets are written as "
+                f"{' or '.join(GRAMMAR_FORMATS)}, not sample.output_format {fmt}"
             )
 
 

@@ -31,6 +31,7 @@ from stackelberg.training.grpo_settings import GRPOSettings
 from stackelberg.training.lspo import LspoSettings
 from stackelberg.training.strategist import StrategistSettings
 from stackelberg.training.tactics import TacticsSettings
+from stackelberg.training.warm_start import WarmStartSettings
 
 
 class ParamsError(ValueError):
@@ -91,7 +92,16 @@ class OrchestrationParams(Settings):
         return value
 
 
-STAGE_SECTIONS = ("selfplay", "select", "label", "sample", "score", "grpo", "evaluate")
+STAGE_SECTIONS = (
+    "selfplay",
+    "select",
+    "label",
+    "sample",
+    "score",
+    "warm_start",
+    "grpo",
+    "evaluate",
+)
 
 
 def _section(cls: type[Settings], description: str) -> Any:
@@ -109,6 +119,9 @@ class Params(Settings):
     label: LabelSettings = _section(LabelSettings, "intents: desired and undesired responses")
     sample: SampleSettings = _section(SampleSettings, "the Refiner's candidates, prompt and output")
     score: ScoreSettings = _section(ScoreSettings, "the Measurer reward of each candidate")
+    warm_start: WarmStartSettings = _section(
+        WarmStartSettings, "a supervised warm start of the Refiner's LoRA before GRPO"
+    )
     grpo: GRPOSettings = _section(GRPOSettings, "GRPO training of the Refiner's LoRA")
     evaluate: EvaluateSettings = _section(
         EvaluateSettings, "held-out reward and win-rate tournaments"

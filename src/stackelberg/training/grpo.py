@@ -100,6 +100,21 @@ def check_inputs(
     return base
 
 
+def warm_started(base: Path, adapter: str | Path, settings: GRPOSettings, args: Any) -> Any:
+    """The base model (in the trainer's dtype) with ``adapter`` loaded to train on."""
+    from peft import PeftConfig, PeftModel
+    from transformers import AutoModelForCausalLM
+
+    rank = PeftConfig.from_pretrained(str(adapter)).r
+    if rank != settings.lora_r:
+        raise ValueError(
+            f"the warm-start adapter {str(adapter)!r} has rank {rank}, grpo.lora_r is "
+            f"{settings.lora_r}; fit the warm start again"
+        )
+    model = AutoModelForCausalLM.from_pretrained(str(base), **(args.model_init_kwargs or {}))
+    return PeftModel.from_pretrained(model, str(adapter), is_trainable=True)
+
+
 def train_refiner(
     base_model: str | Path,
     prompts: list[list[dict]],
@@ -112,6 +127,7 @@ def train_refiner(
     on_step: Callable[[int, dict], None] | None = None,
     stop: Sequence[str] = (),
     desc: str = "grpo",
+    init_adapter: str | Path | None = None,
 ) -> TrainResult:
     """Train a LoRA Refiner adapter with GRPO and save it atomically to ``output_dir``.
 
@@ -123,7 +139,9 @@ def train_refiner(
     (JSON strings for ragged structures), as Arrow fills missing dict keys with None.
     ``on_step(step, metrics)`` gets every step's metrics (loss, reward, reward_std, kl,
     generation_s, reward_s, ...), e.g. to log them to MLflow. ``desc`` names the steps'
-    progress bar.
+    progress bar. ``init_adapter``: a LoRA adapter of the base (a warm start,
+    ``training.warm_start``) that GRPO goes on training, and its KL reference; its rank
+    must be ``settings.lora_r``. None: a new adapter on the base.
     """
     import torch
 
@@ -163,18 +181,25 @@ def train_refiner(
                 stop=tuple(stop),
             )
             rollout = LocalRollout(sampling, settings.seed)
-        trainer = TimedGRPOTrainer(
-            model=str(base),
-            reward_funcs=trl_reward(reward_fn),
-            args=grpo_config(settings, work / "trainer", cuda, completion_limit, stop_ids),
-            stop_token_ids=stop_ids,
-            train_dataset=dataset,
-            peft_config=LoraConfig(
+        args = grpo_config(settings, work / "trainer", cuda, completion_limit, stop_ids)
+        model, peft_config = (
+            str(base),
+            LoraConfig(
                 r=settings.lora_r,
                 lora_alpha=settings.lora_alpha,
                 target_modules="all-linear",
                 task_type="CAUSAL_LM",
             ),
+        )
+        if init_adapter is not None:
+            model, peft_config = warm_started(base, init_adapter, settings, args), None
+        trainer = TimedGRPOTrainer(
+            model=model,
+            reward_funcs=trl_reward(reward_fn),
+            args=args,
+            stop_token_ids=stop_ids,
+            train_dataset=dataset,
+            peft_config=peft_config,
             callbacks=[steps_log, StepProgress(desc)],
             rollout_func=rollout,
             share_prompts=settings.share_prompts,

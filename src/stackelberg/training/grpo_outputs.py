@@ -15,6 +15,11 @@ from typing import Any
 
 from stackelberg.io import atomic_dir
 
+#: PEFT's adapter config, whose module list it writes in set order (a run's hash seed)
+ADAPTER_CONFIG = "adapter_config.json"
+#: what a warm-start folder holds beside its adapter: its source and fit (alone where
+#: ``warm_start.source`` is none: the folder is a DVC output either way)
+WARM_START_INFO = "warm_start.json"
 #: the run's settings, written into the adapter folder
 SETTINGS_FILE = "grpo_settings.json"
 #: the run's step history, written beside the adapter by the pipeline's grpo stage
@@ -26,6 +31,9 @@ EXTRA = "extra"
 #: the joint Refiner's name (``grpo.joint``): its folder models/refiner/joint (the stage
 #: grpo_joint), its MLflow model refiner-joint, its seats refiner-joint+X
 JOINT_REFINER = "joint"
+#: the warm start's name as a held-out Refiner (its adapter alone, before GRPO), beside
+#: the trained one where ``warm_start.source`` fitted one
+WARM_START_REFINER = "warm_start"
 #: what the joint Refiner's folder holds beside the adapter: the games it trained on
 #: (written without ``grpo.joint`` too, naming none: the folder is a DVC output either way)
 JOINT_GAMES = "joint_games.json"
@@ -58,17 +66,14 @@ def train_history_rates(history: Sequence[Mapping[str, Any]], completions_per_st
 
 def check_replaceable(out: Path) -> None:
     """Refuse to replace a folder that is neither empty nor a previous adapter (or a joint
-    Refiner's folder that names no game, ``write_no_joint``)."""
-    previous = (out / "adapter_config.json").exists() or (out / JOINT_GAMES).exists()
+    Refiner's folder that names no game, ``write_no_joint``, or a warm start's folder
+    without an adapter, ``warm_start.source: none``)."""
+    previous = any((out / name).exists() for name in (ADAPTER_CONFIG, JOINT_GAMES, WARM_START_INFO))
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not previous)):
         raise ValueError(
             f"output_dir {str(out)!r} exists and is not a PEFT adapter folder; "
             "choose a new or empty folder (a previous adapter there is replaced)"
         )
-
-
-#: PEFT's adapter config, whose module list it writes in set order (a run's hash seed)
-ADAPTER_CONFIG = "adapter_config.json"
 
 
 def stable_adapter_config(data: bytes) -> bytes:

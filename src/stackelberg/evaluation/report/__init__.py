@@ -17,7 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from stackelberg.evaluation.report.followers import behaviour_table, ensemble_table
-from stackelberg.evaluation.report.ground_truth import optimum_table, validity_table
+from stackelberg.evaluation.report.ground_truth import (
+    optimum_examples_table,
+    optimum_table,
+    validity_table,
+)
 from stackelberg.evaluation.report.reward import (
     REFINER_RUN_NAMES,
     TRAINING_MEASURES,
@@ -68,6 +72,7 @@ def report_tables(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> list[Text
         training_table(metrics_by_game),
         unseen_follower_table(metrics_by_game),
         optimum_table(metrics_by_game),
+        optimum_examples_table(metrics_by_game),
         validity_table(metrics_by_game),
         best_of_table(metrics_by_game),
         best_of_calls_table(metrics_by_game),
@@ -141,6 +146,7 @@ __all__ = [
     "examples_table",
     "joint_table",
     "learned_table",
+    "optimum_examples_table",
     "optimum_table",
     "load_metrics",
     "markdown_report",

@@ -71,3 +71,29 @@ def validity_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTabl
         "not either). Pick's share: the exact gain of the model's best candidate over the instance's "
         "mean candidate, as a share of the exact best candidate's (ratio of means).",
     )
+
+
+def optimum_examples_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable:
+    """A few held-out instances per game: the base speech, each Refiner's first candidate
+    and the optimum, each with its exact reward."""
+    rows = []
+    for game, gt in _truth(metrics_by_game).items():
+        for i, e in enumerate(gt.get("examples", []), 1):
+            said = [("base speech", e["base"], e.get("base_reward"))]
+            said += [
+                (name, c["speech"], c["reward"])
+                for name, c in e.items()
+                if isinstance(c, Mapping) and "speech" in c
+            ]
+            said.append(("optimum", e["optimum"], e.get("optimum_reward")))
+            rows += [
+                [f"{game} #{i}", who, text, "-" if reward is None else f"{reward:.2f}"]
+                for who, text, reward in said
+            ]
+    return TextTable(
+        "Held-out examples under the exact follower: what each Refiner said, and the optimum",
+        ["instance", "speech", "text", "exact reward"],
+        rows,
+        "Each Refiner's first candidate; exact rewards are terms only.",
+        align_left=3,
+    )

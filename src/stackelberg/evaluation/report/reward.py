@@ -317,6 +317,10 @@ def learned_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable
                         pct(x["penalty_share"]),
                         f"{x['overlap_desired']:.2f} / {x['overlap_undesired']:.2f}",
                         f"{pct(x['verbatim_desired'])} / {pct(x['verbatim_undesired'])}",
+                        str(x.get("distinct_sayings", "-")),
+                        f'"{x["top_saying"]}" ({pct(x["top_saying_share"])})'
+                        if "top_saying" in x
+                        else "-",
                     ]
                 )
     return TextTable(
@@ -329,9 +333,13 @@ def learned_table(metrics_by_game: Mapping[str, Mapping[str, Any]]) -> TextTable
             "length penalty share",
             "3-gram overlap desired / undesired",
             "verbatim desired / undesired",
+            "distinct sayings",
+            "most frequent saying (share)",
         ],
         rows,
-        "3-gram overlap: the share of a candidate's word 3-grams found in the instance's "
+        "A saying: what a candidate says beyond the planned speech (in the addition format, "
+        'its added sentence; "": nothing added). 3-gram overlap: the share of a candidate\'s '
+        "word 3-grams found in the instance's "
         "desired (undesired) responses; verbatim: candidates holding a response word for word. "
         + " ".join(
             f"{g}: {m['held_out']['copying']}."

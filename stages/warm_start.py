@@ -1,0 +1,94 @@
+"""warm_start: fit the Refiner's LoRA on the grammar's best completions before GRPO.
+
+With ``warm_start.source: grammar`` each train instance's target is the sentence of the
+speaker's grammar that the Measurer rewards most (``persuasion.grammar_targets``), as the
+Refiner's own completion of its own prompt; the adapter (GRPO's rank and precision) lands
+in models/warm_start/GAME, and GRPO goes on training it. With ``source: none`` (the
+default, and the paper's) the folder holds only ``warm_start.json`` and GRPO starts from
+the base model.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from stackelberg.datasets import labeled_split
+from stackelberg.io import atomic_dir
+from stackelberg.persuasion.candidates import refiner_prompt
+from stackelberg.persuasion.grammar_targets import grammar_targets
+from stackelberg.training.grpo_outputs import WARM_START_INFO, check_replaceable, write_adapter
+from stackelberg.training.grpo_settings import train_precision
+from stackelberg.training.warm_start import NO_WARM_START, fit_warm_start
+
+#: targets shown in the stage's info file and metrics
+EXAMPLES = 5
+
+
+def plan(ctx) -> list[dict]:
+    """One item, the train instances; none where ``warm_start.source`` is none."""
+    if ctx.section.source == NO_WARM_START:
+        return []
+    df = labeled_split(ctx.path("label"), "train", "warm-start the Refiner on")
+    return [{"label": "warm start", "ids": df["instance_id"].to_list()}]
+
+
+def work(ctx, item) -> dict:
+    import torch
+
+    rows, views = ctx.instances("intents", item["ids"])
+    profile = ctx.params.refiner_profile(ctx.game)
+    targets = grammar_targets(
+        ctx.measurer(), rows, views, profile, ctx.params.for_game("score", ctx.game)
+    )
+    prompts = [refiner_prompt(ctx.llm("refiner"), v, profile) for v in views]
+    ctx.release_models()  # the fit loads its own copy of the base
+    grpo = ctx.params.for_game("grpo", ctx.game)
+    chats = [
+        {"prompt": p, "completion": [{"role": "assistant", "content": t.completion}]}
+        for p, t in zip(prompts, targets, strict=True)
+    ]
+    ctx.path().parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".warm-start-", dir=ctx.path().parent) as scratch:
+        fit = fit_warm_start(
+            ctx.params.models.refiner.model,
+            chats,
+            ctx.section,
+            scratch,
+            lora_r=grpo.lora_r,
+            lora_alpha=grpo.lora_alpha,
+            bf16=train_precision(grpo.precision, torch.cuda.is_available()) == "bfloat16",
+            desc=f"warm_start@{ctx.game} steps",
+        )
+        files = {f.name: f.read_bytes() for f in (Path(scratch) / "adapter").iterdir()}
+    gains = [t.reward - t.base_reward for t in targets]
+    base_words = sum(t.completion == v.base_utterance for t, v in zip(targets, views, strict=True))
+    info = {
+        "source": ctx.section.source,
+        "instances": len(targets),
+        "mean_target_gain": sum(gains) / len(gains),
+        # where no sentence beats the planned speech's words, the target is those words
+        "base_words_share": base_words / len(targets),
+        "distinct_targets": len({t.completion for t in targets}),
+        **fit,
+        "examples": [t.completion for t in targets[:EXAMPLES]],
+    }
+    return {"info": info, "adapter_files": files}
+
+
+def finish(ctx, results) -> dict:
+    import mlflow
+
+    out = ctx.path()
+    if not results:
+        check_replaceable(out)
+        with atomic_dir(out) as staged:
+            (staged / WARM_START_INFO).write_text(json.dumps({"source": NO_WARM_START}))
+        return {}
+    info = results[0]["info"]
+    files = {**results[0]["adapter_files"], WARM_START_INFO: json.dumps(info, indent=1).encode()}
+    write_adapter(files, out)
+    metrics = {k: float(v) for k, v in info.items() if isinstance(v, int | float)}
+    mlflow.log_metrics({f"warm_start/{k}": v for k, v in metrics.items()})
+    return metrics
