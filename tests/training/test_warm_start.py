@@ -123,6 +123,8 @@ def test_grpo_goes_on_from_the_warm_start_which_is_its_kl_reference(warm, embedd
     assert any(not (trained[name] == weights).all() for name, weights in start.items())
     saved = json.loads((tmp_path / "out" / "adapter_config.json").read_text())
     assert saved["r"] == TINY.lora_r
+    # the trained adapter alone is saved, not TRL's reference copy beside it
+    assert all(f.is_file() for f in (tmp_path / "out").iterdir())
 
 
 @pytest.mark.slow

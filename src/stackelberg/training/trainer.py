@@ -46,7 +46,10 @@ class TimedGRPOTrainer(HookedGRPOTrainer):
         state_dict = self.accelerator.get_state_dict(engine)
         if not self.accelerator.is_main_process:
             return False
-        self.accelerator.unwrap_model(self.model).save_pretrained(folder, state_dict=state_dict)
+        # the trained adapter alone: a warm-started run also holds TRL's frozen copy, "ref"
+        self.accelerator.unwrap_model(self.model).save_pretrained(
+            folder, state_dict=state_dict, selected_adapters=["default"]
+        )
         return True
 
     def on_step_time(self, name: str, seconds: float) -> None:
