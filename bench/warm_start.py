@@ -48,13 +48,16 @@ from stackelberg.persuasion.exact_follower import (
     ExactFollower,
     exact_parts,
     optimum,
-    speaker_sentences,
     terms,
 )
+from stackelberg.persuasion.grammar_targets import grammar_targets
 from stackelberg.persuasion.intents import FULL_INFORMATION, SPEAKER_ONLY
 from stackelberg.persuasion.measurer import ScoreSettings
 from stackelberg.persuasion.reward import best_index
 from stackelberg.persuasion.truth import truth_of
+from stackelberg.training import GRPOSettings
+from stackelberg.training.trl_bridge import lora_config
+from stackelberg.training.warm_start import WarmStartSettings, fit_warm_start
 
 TEST_SEED = 10_000
 #: the request seeds of the train instances' own-best samples (the test's start at 0)
@@ -98,59 +101,19 @@ def train_targets(args, llm, exact, train, profile, score) -> list[str]:
     """Each train instance's completion under ``--target``."""
     if args.target == "optimum":
         return [optimum(exact, v, d, u, score).speech for v, d, u in train]
-    if args.target == "best-addition":
-        return [best_addition(exact, v, d, u, score) for v, d, u in train]
+    if args.target == "best-addition":  # the warm_start stage's targets (source: grammar)
+        rows = [{"desired": d, "undesired": u} for _, d, u in train]
+        views = [v for v, _, _ in train]
+        return [t.completion for t in grammar_targets(exact, rows, views, profile, score)]
     return own_best(llm, exact, train, profile, args.samples, score)
 
 
-def best_addition(exact: ExactFollower, view, desired, undesired, score) -> str:
-    """The grammar sentence whose addition after the base speech scores best (the base's
-    own words again, which add nothing, where none helps): an addition-format target."""
-    base = view.base_utterance
-    sentences = [base, *speaker_sentences(view)]
-    speeches = [f"{base} {s}" for s in sentences]
-    return sentences[best_of(exact, view, speeches, desired, undesired, score)]
-
-
-def warm_start(base: Path, rows: list[dict], out: Path, epochs: float, lr: float) -> None:
-    """Fit a LoRA adapter on (prompt, optimum speech) chats and save it to ``out``."""
-    from datasets import Dataset
-    from peft import LoraConfig
-    from trl import SFTConfig, SFTTrainer
-
-    config = SFTConfig(
-        output_dir=str(out / "trainer"),
-        num_train_epochs=epochs,
-        learning_rate=lr,
-        per_device_train_batch_size=8,
-        logging_steps=1,
-        save_strategy="no",
-        report_to=[],
-        use_cpu=True,
-        seed=0,
-    )
-    trainer = SFTTrainer(
-        model=str(base),
-        args=config,
-        train_dataset=Dataset.from_list(rows),
-        peft_config=LoraConfig(r=16, lora_alpha=32, target_modules="all-linear"),
-    )
-    began = time.perf_counter()
-    trainer.train()
-    sft_s = time.perf_counter() - began
-    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-    print(
-        json.dumps(
-            {
-                "sft_steps": trainer.state.global_step,
-                "loss_first": losses[0],
-                "loss_last": losses[-1],
-                "sft_s": round(sft_s, 1),
-            }
-        ),
-        flush=True,
-    )
-    trainer.model.save_pretrained(str(out / "adapter"))
+def warm_start(base: Path, chats: list[dict], out: Path, epochs: float, lr: float) -> None:
+    """Fit the warm_start stage's LoRA (GRPO's rank) on (prompt, target) chats into
+    ``out``/adapter, in float32."""
+    settings = WarmStartSettings(source="grammar", epochs=epochs, learning_rate=lr)
+    fit = fit_warm_start(base, chats, settings, out, lora=lora_config(GRPOSettings()), bf16=False)
+    print(json.dumps({f"sft_{k}": v for k, v in fit.items()}), flush=True)
 
 
 def emit(out: Path | None, row: dict) -> None:

@@ -163,8 +163,9 @@ def worker_context(
         os.chdir(project)
     key = f"{stage}@{game}:{fingerprint}"
     if _last_stage is None or _last_stage[0] != key:
-        if _last_stage is not None:
-            release_models(params)
+        if _last_stage is not None:  # the stores the last stage keeps stay (KEEP_PREFIXES)
+            last = importlib.import_module(stage_module(_last_stage[1].stage))
+            release_models(params, keep_prefixes=getattr(last, "KEEP_PREFIXES", ()))
         _last_stage = (key, StageContext(stage, game, params))
     return _last_stage[1]
 

@@ -20,10 +20,13 @@ from stackelberg.persuasion.candidates import refiner_prompt
 from stackelberg.persuasion.grammar_targets import grammar_targets
 from stackelberg.training.grpo_outputs import WARM_START_INFO, check_replaceable, write_adapter
 from stackelberg.training.grpo_settings import train_precision
+from stackelberg.training.trl_bridge import lora_config
 from stackelberg.training.warm_start import NO_WARM_START, fit_warm_start
 
 #: targets shown in the stage's info file and metrics
 EXAMPLES = 5
+#: the Measurer's prompt prefixes stay stored for GRPO, which scores the same instances next
+KEEP_PREFIXES = ("measurer",)
 
 
 def plan(ctx) -> list[dict]:
@@ -43,8 +46,10 @@ def work(ctx, item) -> dict:
         ctx.measurer(), rows, views, profile, ctx.params.for_game("score", ctx.game)
     )
     prompts = [refiner_prompt(ctx.llm("refiner"), v, profile) for v in views]
-    ctx.release_models()  # the fit loads its own copy of the base
+    # the fit loads its own copy of the base; the Measurer stays for GRPO, with its store
+    ctx.release_models("measurer", keep_prefixes=KEEP_PREFIXES)
     grpo = ctx.params.for_game("grpo", ctx.game)
+    cuda = torch.cuda.is_available()
     chats = [
         {"prompt": p, "completion": [{"role": "assistant", "content": t.completion}]}
         for p, t in zip(prompts, targets, strict=True)
@@ -56,9 +61,8 @@ def work(ctx, item) -> dict:
             chats,
             ctx.section,
             scratch,
-            lora_r=grpo.lora_r,
-            lora_alpha=grpo.lora_alpha,
-            bf16=train_precision(grpo.precision, torch.cuda.is_available()) == "bfloat16",
+            lora=lora_config(grpo),
+            bf16=train_precision(grpo.precision, cuda) == "bfloat16",
             desc=f"warm_start@{ctx.game} steps",
         )
         files = {f.name: f.read_bytes() for f in (Path(scratch) / "adapter").iterdir()}
@@ -78,8 +82,6 @@ def work(ctx, item) -> dict:
 
 
 def finish(ctx, results) -> dict:
-    import mlflow
-
     out = ctx.path()
     if not results:
         check_replaceable(out)
@@ -89,6 +91,5 @@ def finish(ctx, results) -> dict:
     info = results[0]["info"]
     files = {**results[0]["adapter_files"], WARM_START_INFO: json.dumps(info, indent=1).encode()}
     write_adapter(files, out)
-    metrics = {k: float(v) for k, v in info.items() if isinstance(v, int | float)}
-    mlflow.log_metrics({f"warm_start/{k}": v for k, v in metrics.items()})
-    return metrics
+    # the stage's metrics go to its MLflow run as they are
+    return {k: float(v) for k, v in info.items() if isinstance(v, int | float)}

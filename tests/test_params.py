@@ -278,6 +278,15 @@ EXACT = "{exact: follower}"
             "games: [onuw]\nwarm_start: {source: grammar}\nsample: {output_format: analysis}\n",
             "grammar targets are written as addition or speech, not sample.output_format analysis",
         ),
+        (
+            "games: [werewolf]\nwarm_start: {source: grammar}\ngrpo: {ablations: [pos_only]}\n",
+            "the Refiners trained beside it (pos_only) would start from them",
+        ),
+        (
+            "games: [werewolf, avalon]\nwarm_start: {source: grammar}\n"
+            "grpo: {joint: [werewolf, avalon]}\n",
+            "the Refiners trained beside it (joint) would start from them",
+        ),
     ],
 )
 def test_impossible_pairings_are_refused_when_params_load(tmp_path, text, words):

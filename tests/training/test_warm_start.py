@@ -8,6 +8,7 @@ import json
 import pytest
 
 from stackelberg.training import GRPOSettings, train_refiner
+from stackelberg.training.trl_bridge import lora_config
 from stackelberg.training.warm_start import WarmStartSettings, fit_warm_start, warm_start_adapter
 
 CHATS = [
@@ -41,15 +42,7 @@ def embedded_base():
 def warm(embedded_base, tmp_path_factory):
     """One fit shared by the tests that read its adapter."""
     out = tmp_path_factory.mktemp("warm")
-    fit = fit_warm_start(
-        embedded_base,
-        CHATS,
-        ONE_STEP,
-        out,
-        lora_r=TINY.lora_r,
-        lora_alpha=TINY.lora_alpha,
-        bf16=False,
-    )
+    fit = fit_warm_start(embedded_base, CHATS, ONE_STEP, out, lora=lora_config(TINY), bf16=False)
     return fit, out / "adapter"
 
 
@@ -73,14 +66,14 @@ def test_the_fit_trains_a_lora_of_grpos_rank_on_the_completions(warm):
 
 def test_no_chats_is_refused_before_loading(tmp_path):
     with pytest.raises(ValueError, match="no chats"):
-        fit_warm_start(tmp_path, [], ONE_STEP, tmp_path, lora_r=16, lora_alpha=32, bf16=False)
+        fit_warm_start(tmp_path, [], ONE_STEP, tmp_path, lora=None, bf16=False)
 
 
 @pytest.mark.slow
 def test_an_adapter_of_another_rank_is_refused_in_one_line(warm, embedded_base, tmp_path):
     _, adapter = warm
     other = GRPOSettings(num_generations=2, precision="float32", lora_r=8)
-    with pytest.raises(ValueError, match="has rank 16, grpo.lora_r is 8") as err:
+    with pytest.raises(ValueError, match="has rank 16 and alpha 32, grpo has lora_r 8") as err:
         train_refiner(
             embedded_base,
             [c["prompt"] for c in CHATS],
@@ -141,6 +134,8 @@ def test_the_loss_is_on_the_completion_alone_as_the_refiner_is_prompted(embedded
         )
         assert row["input_ids"][: len(prompt)] == prompt  # the prompt the Refiner is sampled at
         assert row["labels"][: len(prompt)] == [-100] * len(prompt)
-        learned = tokenizer.decode(row["labels"][len(prompt) :])
-        assert learned.startswith(chat["completion"][0]["content"] + tokenizer.eos_token)
+        learned = [t for t in row["labels"][len(prompt) :] if t != -100]
+        # the completion and its end of sequence, not what the template adds after it
+        assert tokenizer.decode(learned) == chat["completion"][0]["content"] + tokenizer.eos_token
+        assert len(learned) < len(row["input_ids"]) - len(prompt)
     assert sft_dataset(tokenizer, CHATS)._fingerprint == data._fingerprint  # no dill hashing

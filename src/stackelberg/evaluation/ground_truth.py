@@ -28,7 +28,12 @@ from typing import Any
 
 from scipy.stats import spearmanr
 
-from stackelberg.evaluation.held_out import best_of_choice, instance_means, interval
+from stackelberg.evaluation.held_out import (
+    best_of_choice,
+    instance_means,
+    interval,
+    refiner_label,
+)
 from stackelberg.evaluation.stats import bootstrap_ratio_ci
 from stackelberg.persuasion.reward import best_index
 
@@ -129,12 +134,12 @@ def examples(
     count: int,
 ) -> list[dict[str, Any]]:
     """The first ``count`` held-out instances: the base speech, the untrained and trained
-    Refiners' first candidates (and each extra Refiner's), the optimum, each with its exact
-    reward (terms)."""
+    Refiners' first candidates (and each extra Refiner's, under its report label), the
+    optimum, each with its exact reward (terms)."""
     out = []
     for i, (row, best) in enumerate(list(zip(rows, optima, strict=True))[:count]):
         said = {"untrained": exact["pool"][i][0], "trained": exact["after"][i][0]}
-        said |= {name: groups[i][0] for name, groups in exact.get("extra", {}).items()}
+        said |= {refiner_label(n): groups[i][0] for n, groups in exact.get("extra", {}).items()}
         out.append(
             {
                 "base": row["base_utterance"],

@@ -225,6 +225,7 @@ def check_warm_start(params: Params) -> None:
     say no sentences, an output format a grammar sentence cannot be written in."""
     from stackelberg.agents.scripted import OPINION_GAMES
     from stackelberg.persuasion.grammar_targets import GRAMMAR_FORMATS
+    from stackelberg.training.grpo_outputs import JOINT_REFINER
     from stackelberg.training.warm_start import GRAMMAR
 
     for game in params.games:
@@ -239,6 +240,21 @@ def check_warm_start(params: Params) -> None:
             raise ParamsError(
                 f"warm_start.source ({game}): grammar targets are written as "
                 f"{' or '.join(GRAMMAR_FORMATS)}, not sample.output_format {fmt}"
+            )
+        grpo = params.for_game("grpo", game)
+        joint = [JOINT_REFINER] if game in params.grpo.joint else []
+        if beside := [*grpo.extra_refiners(), *joint]:
+            # their own objectives would need their own targets; from this one's, no
+            # comparison with the game's Refiner would be like for like
+            raise ParamsError(
+                f"warm_start.source ({game}): the warm start's targets are the game's Refiner's; "
+                f"the Refiners trained beside it ({', '.join(beside)}) would start from them. "
+                "Drop grpo.ablations, views, member_refiners and joint, or set source: none"
+            )
+        if grpo.launch == "deepspeed" and grpo.zero_stage == 3:
+            raise ParamsError(
+                f"warm_start.source ({game}): a warm-started adapter loads in float32 beside a "
+                "bfloat16 base, mixed dtypes ZeRO-3 cannot shard; use grpo.zero_stage 2"
             )
 
 

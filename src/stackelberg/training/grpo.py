@@ -24,6 +24,7 @@ from stackelberg.training.grpo_settings import GRPOSettings, machine_problem
 from stackelberg.training.trl_bridge import (
     RESERVED_COLUMNS,
     grpo_config,
+    lora_config,
     prompt_dataset,
     stop_token_ids,
     trl_reward,
@@ -105,11 +106,12 @@ def warm_started(base: Path, adapter: str | Path, settings: GRPOSettings, args: 
     from peft import PeftConfig, PeftModel
     from transformers import AutoModelForCausalLM
 
-    rank = PeftConfig.from_pretrained(str(adapter)).r
-    if rank != settings.lora_r:
+    config = PeftConfig.from_pretrained(str(adapter))
+    if (config.r, config.lora_alpha) != (settings.lora_r, settings.lora_alpha):
         raise ValueError(
-            f"the warm-start adapter {str(adapter)!r} has rank {rank}, grpo.lora_r is "
-            f"{settings.lora_r}; fit the warm start again"
+            f"the warm-start adapter {str(adapter)!r} has rank {config.r} and alpha "
+            f"{config.lora_alpha}, grpo has lora_r {settings.lora_r} and lora_alpha "
+            f"{settings.lora_alpha}; fit the warm start again"
         )
     model = AutoModelForCausalLM.from_pretrained(str(base), **(args.model_init_kwargs or {}))
     return PeftModel.from_pretrained(model, str(adapter), is_trainable=True)
@@ -158,7 +160,6 @@ def train_refiner(
         set_threads(None)
         bound_onednn_cache()  # bfloat16 training: a kernel per shape
 
-    from peft import LoraConfig
     from transformers import AutoTokenizer
 
     from stackelberg.training.trainer import StepLog, StepProgress, TimedGRPOTrainer
@@ -182,15 +183,7 @@ def train_refiner(
             )
             rollout = LocalRollout(sampling, settings.seed)
         args = grpo_config(settings, work / "trainer", cuda, completion_limit, stop_ids)
-        model, peft_config = (
-            str(base),
-            LoraConfig(
-                r=settings.lora_r,
-                lora_alpha=settings.lora_alpha,
-                target_modules="all-linear",
-                task_type="CAUSAL_LM",
-            ),
-        )
+        model, peft_config = str(base), lora_config(settings)
         if init_adapter is not None:
             model, peft_config = warm_started(base, init_adapter, settings, args), None
         trainer = TimedGRPOTrainer(
@@ -214,6 +207,7 @@ def train_refiner(
                 "completion_limit": completion_limit,
                 "stop": list(stop),
                 "steps": trainer.state.global_step,
+                "warm_start": None if init_adapter is None else str(init_adapter),
             }
             (staged / SETTINGS_FILE).write_text(json.dumps(info, indent=2))
             replace_dir(staged, out)

@@ -147,6 +147,19 @@ def vllm_args(settings: GRPOSettings) -> dict[str, Any]:
     }
 
 
+def lora_config(settings: GRPOSettings) -> Any:
+    """The Refiner's LoRA: every linear layer, at ``settings``' rank and alpha (GRPO's,
+    and the warm start's that GRPO goes on training)."""
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=settings.lora_r,
+        lora_alpha=settings.lora_alpha,
+        target_modules="all-linear",
+        task_type="CAUSAL_LM",
+    )
+
+
 def grpo_config(
     settings: GRPOSettings,
     work_dir: str | Path,

@@ -51,7 +51,7 @@ def token_ids(encoded: Any) -> list[int]:
 
 def sft_dataset(tokenizer: Any, chats: list[dict]) -> Any:
     """The chats tokenized as the Refiner is prompted (the chat template, the assistant turn
-    opened), with labels on the completion alone, fingerprinted here: left to the trainer,
+    opened), with labels on the completion alone, up to its end of sequence, fingerprinted here: left to the trainer,
     datasets would hash its tokenizing function with dill, which disassembles it with
     ``print`` (where Prefect's ``log_prints`` patches print, hundreds of log lines)."""
     from datasets import Dataset
@@ -67,8 +67,12 @@ def sft_dataset(tokenizer: Any, chats: list[dict]) -> Any:
         )
         if whole[: len(prompt)] != prompt:
             raise ValueError("the chat template renders a prompt apart from its completion")
+        completion = whole[len(prompt) :]
+        if tokenizer.eos_token_id in completion:  # what the template adds after it: no loss
+            end = completion.index(tokenizer.eos_token_id) + 1
+            completion = completion[:end] + [-100] * (len(completion) - end)
         rows["input_ids"].append(whole)
-        rows["labels"].append([-100] * len(prompt) + whole[len(prompt) :])
+        rows["labels"].append([-100] * len(prompt) + completion)
     digest = hashlib.sha256(json.dumps(rows).encode()).hexdigest()
     return Dataset(InMemoryTable.from_pydict(rows), fingerprint=digest[:16])
 
@@ -79,18 +83,17 @@ def fit_warm_start(
     settings: WarmStartSettings,
     output_dir: str | Path,
     *,
-    lora_r: int,
-    lora_alpha: int,
+    lora: Any,
     bf16: bool,
     desc: str = "warm start",
 ) -> dict:
-    """Fit a LoRA adapter on ``chats`` ({"prompt": messages, "completion": [assistant
-    message]}; the loss on the completion only) and save it to ``output_dir``; returns the
-    fit's steps, first and last loss and seconds."""
+    """Fit a LoRA adapter (``lora``: its PEFT config, GRPO's ``trl_bridge.lora_config``) on
+    ``chats`` ({"prompt": messages, "completion": [assistant message]}; the loss on the
+    completion only) and save it to ``output_dir``/adapter; returns the fit's steps, first
+    and last loss (None where none was logged) and seconds."""
     if not chats:
         raise ValueError("the warm start has no chats to fit")
     import torch
-    from peft import LoraConfig
     from transformers import AutoTokenizer, PrinterCallback
     from trl import SFTConfig, SFTTrainer
 
@@ -99,8 +102,10 @@ def fit_warm_start(
     cuda = torch.cuda.is_available()
     if not cuda:
         from stackelberg.llm.local import set_threads
+        from stackelberg.llm.local.loading import bound_onednn_cache
 
         set_threads(None)  # the machine's cores, not its load
+        bound_onednn_cache()  # bfloat16 training: a kernel per shape
     out = Path(output_dir)
     config = SFTConfig(
         output_dir=str(out / "trainer"),
@@ -116,6 +121,7 @@ def fit_warm_start(
         report_to="none",
         disable_tqdm=True,
         dataset_kwargs={"skip_prepare_dataset": True},  # sft_dataset prepared it
+        activation_checkpointing=False,  # TRL's default: on, ~25% slower here (as GRPO's)
     )
     tokenizer = AutoTokenizer.from_pretrained(str(base_model))
     trainer = SFTTrainer(
@@ -123,9 +129,7 @@ def fit_warm_start(
         args=config,
         processing_class=tokenizer,
         train_dataset=sft_dataset(tokenizer, chats),
-        peft_config=LoraConfig(
-            r=lora_r, lora_alpha=lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM"
-        ),
+        peft_config=lora,
         callbacks=[StepProgress(desc)],
     )
     trainer.remove_callback(PrinterCallback)  # the progress bar reports; no dict per step
@@ -136,8 +140,8 @@ def fit_warm_start(
     trainer.model.save_pretrained(str(out / "adapter"))
     return {
         "steps": trainer.state.global_step,
-        "loss_first": losses[0] if losses else float("nan"),
-        "loss_last": losses[-1] if losses else float("nan"),
+        "loss_first": losses[0] if losses else None,
+        "loss_last": losses[-1] if losses else None,
         "fit_s": round(seconds, 1),
     }
 
