@@ -5,12 +5,14 @@ config (no model hub needed; the tokenizer is the embedded model's): one GRPO st
 Refiner through ``accelerate launch`` (bench/grpo_step.py), generation through the local
 backend and, where vLLM is installed, through vLLM, and the Measurer's scoring of one
 paper-shaped instance (bench/scoring.py's shape). Prints a table of seconds and tokens per
-second per GPU, then GPU-hours per game at the paper's scale, per stage (docs/scaling.md, "Cost model").
+second per GPU, then GPU-hours per game at the paper's scale, per stage (docs/scaling.md,
+"Cost model"): bench/gpu_cost.py's FLOP estimate beside the same token counts divided by
+rates of the paper's models (the 7B Refiner, the 72B Measurer).
 
-The rates of the paper's models (the 7B Refiner, the 72B Measurer) are the measured ones
-scaled by parameter count, a rough assumption (a tiny model is bound by overheads, not by
-arithmetic, so this overstates the cost); pass rates measured on the real models with
-``--gen-rate``, ``--train-rate``, ``--score-rate``, or run the check with ``--model``.
+Those rates are given (``--gen-rate``, ``--train-rate``, ``--score-rate``) or measured on a
+checkpoint (``--model``) and scaled by parameter count to the paper's models. The tiny
+random model's own rates give none: it is bound by overheads, not arithmetic, so scaled up
+they overstated the cost by orders of magnitude.
 
     python bench/gpu_check.py               # on a GPU machine
     python bench/gpu_check.py --dry-run     # on CPU, in seconds: the same checks, tiny shapes
@@ -35,27 +37,29 @@ from pathlib import Path
 
 import torch
 from generate import prompt as chat_prompt
+from gpu_cost import (
+    ARCHS,
+    GPUS,
+    PAPER_GPU_HOURS,
+    PAPER_GPUS,
+    PAPER_HOURS,
+    PAPER_PARAMS,
+    rate_hours,
+    spread,
+    stage_hours,
+    total,
+    workload,
+)
 from scoring import JOINER, PAPER_SHAPE, paper_instance, scored_tokens
 
 from stackelberg.llm import make_llm
 from stackelberg.llm.embedded import ensure_checkpoint
+from stackelberg.params import entry_models, load_params
 
 # transformers and TRL (grpo_step, stackelberg.training) are imported where they are used:
 # without a GPU the check refuses at once, after importing torch alone
 
 ROOT = Path(__file__).resolve().parents[1]
-
-#: the paper's counts per game (docs/scaling.md; configs/paper.yaml)
-PAPER = {
-    "instances": 4000,
-    "train_fraction": 0.9,  # select.test_fraction 0.1
-    "candidates": 8,  # sample.n
-    "completion_tokens": 512,  # sample.max_new_tokens: an upper bound of a completion
-    "grpo_epochs": 3,
-    "grpo_generations": 8,
-    "refiner_params": 7.6e9,  # Qwen2.5-7B-Instruct
-    "measurer_params": 72.7e9,  # Qwen2.5-72B-Instruct
-}
 
 
 @dataclass
@@ -184,36 +188,30 @@ def scoring_row(model: str, device: str, gpus: int, shape: dict) -> Row:
     )
 
 
-def cost_model(
-    rates: dict[str, float], scored_per_candidate: float
-) -> list[tuple[str, float, str]]:
-    """GPU-hours per game at the paper's scale: (stage, GPU-hours, the formula's inputs).
-
-    ``rates``: tokens/s per GPU of the 7B Refiner generating (``gen``), of a GRPO step's
-    generate-and-train (``train``), and of the 72B Measurer scoring (``score``).
-    """
-    n, c = PAPER["instances"], PAPER["completion_tokens"]
-    train = PAPER["grpo_epochs"] * round(n * PAPER["train_fraction"]) * PAPER["grpo_generations"]
-    candidates = n * PAPER["candidates"]
-    rows = [
-        ("sample", candidates * c / rates["gen"], f"{candidates} completions x {c} tok / gen"),
-        (
-            "score",
-            candidates * scored_per_candidate / rates["score"],
-            f"{candidates} candidates x {scored_per_candidate:.0f} tok / score",
-        ),
-        (
-            "grpo: generate + train",
-            train * c / rates["train"],
-            f"{train} completions x {c} tok / train",
-        ),
-        (
-            "grpo: Measurer reward",
-            train * scored_per_candidate / rates["score"],
-            f"{train} completions x {scored_per_candidate:.0f} tok / score",
-        ),
+def cost_table(rates: dict[str, float | None], game: str = "werewolf") -> list[str]:
+    """Lines of GPU-hours per game at configs/paper.yaml: per stage the FLOP estimate on each
+    of ``GPUS`` (middle and range) and the token counts divided by ``rates`` (tokens/s per
+    GPU: ``gen`` the 7B Refiner generating, ``train`` a GRPO step's generate-and-train,
+    ``score`` the 72B Measurer scoring; None: not measured)."""
+    works = workload(load_params(PAPER_PARAMS), game)
+    estimates = [stage_hours(works, gpu) for gpu in GPUS]
+    measured = rate_hours(works, rates)
+    lines = [
+        f"  {'stage':24}" + "".join(f" {g.name + ' (FLOPs)':>26}" for g in GPUS) + "  from rates"
     ]
-    return [(stage, seconds / 3600, inputs) for stage, seconds, inputs in rows]
+    totals = dict(measured)
+    totals["total"] = None if None in measured.values() else sum(measured.values())
+    for e in estimates:
+        e["total"] = total(e)
+    for stage, hours in totals.items():
+        cells = "".join(f" {spread(e[stage]):>26}" for e in estimates)
+        lines.append(
+            f"  {stage:24}{cells}  " + ("not measured" if hours is None else f"{hours:,.3g}")
+        )
+    lines.append(
+        f"  (the paper: ~{PAPER_GPU_HOURS} GPU-hours, {PAPER_GPUS} A800 x ~{PAPER_HOURS} h)"
+    )
+    return lines
 
 
 def main() -> None:
@@ -264,30 +262,26 @@ def main() -> None:
 
     generation = max((r for r in rows if r.check.startswith("generate")), key=lambda r: r.rate)
     measured = {"gen": generation.rate, "train": grpo.rate, "score": score.rate}
-    model_of = {"gen": "refiner_params", "train": "refiner_params", "score": "measurer_params"}
-    rates, sources = {}, {}
+    paper = load_params(PAPER_PARAMS).models
+    model_of = {
+        "gen": entry_models(paper.refiner)[0].model,
+        "train": entry_models(paper.refiner)[0].model,
+        "score": entry_models(paper.measurer)[0].model,
+    }
+    rates: dict[str, float | None] = {}
+    print("\ncost model: GPU-hours per game at the paper's scale (docs/scaling.md, Cost model)")
     for key, rate in measured.items():
-        given = getattr(args, f"{key}_rate")
-        rates[key] = given or rate * params / PAPER[model_of[key]]
-        sources[key] = (
-            "given" if given else f"measured x {params:.3g}/{PAPER[model_of[key]]:.3g} params"
-        )
-    shape = PAPER_SHAPE
-    scored_per_candidate = (
-        shape["context_tokens"] / shape["candidates"]
-        + shape["candidate_tokens"]
-        + shape["responses"] * shape["response_tokens"]
-    )
-    print(
-        "\ncost model: GPU-hours per game at the paper's scale (estimates; docs/scaling.md, Cost model)"
-    )
-    for key, rate in rates.items():
-        print(f"  rate {key}: {rate:.4g} tokens/s per GPU ({sources[key]})")
-    total = 0.0
-    for stage, hours, inputs in cost_model(rates, scored_per_candidate):
-        total += hours
-        print(f"  {stage:24} {hours:12.1f} GPU-h   ({inputs})")
-    print(f"  {'total':24} {total:12.1f} GPU-h")
+        given, target = getattr(args, f"{key}_rate"), ARCHS[model_of[key]].params
+        if given:
+            rates[key], source = given, "given"
+        elif args.model:
+            rates[key] = rate * params / target
+            source = f"measured x {params:.3g}/{target:.3g} params"
+        else:
+            rates[key], source = None, "not measured: the tiny model's rate does not scale"
+        shown = "-" if rates[key] is None else f"{rates[key]:.4g} tokens/s per GPU"
+        print(f"  rate {key}: {shown} ({source})")
+    print("\n".join(cost_table(rates)))
     if args.dry_run:
         print("  (a dry run: CPU rates of a tiny model, meaningless as GPU figures)")
 
