@@ -1,10 +1,12 @@
 """Benchmark: generation throughput of the local backend at batch 1, 8 and 32.
 
-Each row is a different short Werewolf prompt with its own seed; the cache is off. Prints one
-JSON line per batch size: new tokens per second over the whole batch, and the seconds.
+Each row is a different short Werewolf prompt with its own seed, sampled at temperature 0.7
+and ``--top-p`` (1: every step draws over the whole vocabulary, the sampler's slow path); the
+cache is off. Prints one JSON line per batch size: new tokens per second over the whole
+batch, and the seconds.
 
     python bench/generate.py [--max-new-tokens 32] [--model embedded] [--dtype int8] [--threads 1]
-        [--adapter models/refiner/werewolf]
+        [--adapter models/refiner/werewolf] [--device cuda] [--top-p 1.0]
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ def main() -> None:
         "--threads", type=int, default=None, help="default: the machine's cores; 0: the free cores"
     )
     parser.add_argument("--adapter", default=None, help="a trained Refiner (LoRA) beside the model")
+    parser.add_argument(
+        "--device", default="auto", help="auto (a GPU if there is one) | cpu | cuda"
+    )
+    parser.add_argument("--top-p", type=float, default=0.9, help="nucleus sampling of every row")
     args = parser.parse_args()
     llm = make_llm(
         backend="local",
@@ -50,12 +56,15 @@ def main() -> None:
         dtype=args.dtype,
         threads=args.threads,
         adapter=args.adapter,
+        device=args.device,
     )
     llm.generate([prompt(0)], max_new_tokens=4)  # warm up
     for batch in (int(b) for b in args.batches.split(",")):
         prompts = [prompt(i) for i in range(batch)]
         t0 = time.perf_counter()
-        outs = llm.generate(prompts, max_new_tokens=args.max_new_tokens, seed=list(range(batch)))
+        outs = llm.generate(
+            prompts, max_new_tokens=args.max_new_tokens, top_p=args.top_p, seed=list(range(batch))
+        )
         seconds = time.perf_counter() - t0
         tokens = sum(len(llm.encode(o[0], first=False)) for o in outs)
         print(
@@ -69,6 +78,8 @@ def main() -> None:
                     "ms_per_step": round(1000 * seconds * batch / tokens, 1),
                     "max_new_tokens": args.max_new_tokens,
                     "threads": torch.get_num_threads(),
+                    "device": str(llm.device),
+                    "top_p": args.top_p,
                 }
             ),
             flush=True,

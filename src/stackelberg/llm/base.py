@@ -108,6 +108,9 @@ class Backend(ABC):
     #: Whether ``score`` works (log-probabilities of a prompt); ``make_llm`` sets it from
     #: the config, since one protocol (OpenAI's) is served both with and without them.
     can_score: bool = True
+    #: The random stream a sampled generation (temperature above 0) draws from, in its cache
+    #: key: answers drawn from an earlier stream are not this one's (None: the server's own)
+    sampler: ClassVar[str | None] = None
 
     def __init__(self, model: str, cache: ResponseCache | None = None) -> None:
         self.model = model
@@ -228,6 +231,7 @@ class Backend(ABC):
                 top_p=x.top_p,
                 max_new_tokens=x.max_new_tokens,
                 stop=list(x.stop),
+                **({"sampler": self.sampler} if self.sampler and x.temperature > 0 else {}),
             )
             for p, n, s, x in zip(prompts, ns, seeds, params, strict=True)
         ]

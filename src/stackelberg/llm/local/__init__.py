@@ -1,7 +1,8 @@
 """The ``local`` backend: a transformers causal LM in this process, on CPU or GPU.
 
-Generation is our own sampling loop over the KV cache, many sequences per forward pass, with
-one generator per sequence so that a request's output does not depend on its batch
+Generation is our own sampling loop over the KV cache, many sequences per forward pass, each
+sequence with its own random stream (keyed by seed, sample and step) so that a request's
+output does not depend on its batch, the whole batch sampled at once on the model's device
 (``sampling``, ``decode``). Prompts reuse the keys and values of earlier prompts' shared
 starts (``prefill``). Scoring computes shared starts once and packs continuations as a tree
 (``scoring``). Loading, CPU threads and the few transformers internals the backend leans on
@@ -21,7 +22,7 @@ from stackelberg.llm.local.prefill import (
     block_hashes,
     pad_groups,
 )
-from stackelberg.llm.local.sampling import cut_at_stop, sample_seed, sample_tokens
+from stackelberg.llm.local.sampling import cut_at_stop, row_uniforms, sample_seed, sample_tokens
 from stackelberg.llm.local.scoring import PACK_TOKENS
 from stackelberg.llm.local.threads import busy_cores_elsewhere, set_threads
 
@@ -40,6 +41,7 @@ __all__ = [
     "merge_adapter",
     "pad_groups",
     "quantize_int8",
+    "row_uniforms",
     "sample_seed",
     "sample_tokens",
     "set_threads",

@@ -18,7 +18,7 @@ from stackelberg.llm.base import Backend, Message, Prompt, SamplingParams, plain
 from stackelberg.llm.cache import ResponseCache
 from stackelberg.llm.embedded import EMBEDDED_MODELS, EMBEDDED_NAME, ensure_checkpoint
 from stackelberg.llm.errors import ConfigError, ContextLengthError
-from stackelberg.llm.local import decode, scoring
+from stackelberg.llm.local import decode, sampling, scoring
 from stackelberg.llm.local.hf_internals import allow_grouped_kv_attention
 from stackelberg.llm.local.loading import (
     adapter_digest,
@@ -93,6 +93,7 @@ class LocalBackend(Backend):
     """
 
     name = "local"
+    sampler = sampling.STREAM
 
     def __init__(
         self,

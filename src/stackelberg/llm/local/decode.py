@@ -16,7 +16,13 @@ import torch
 from stackelberg.llm.base import SamplingParams
 from stackelberg.llm.local.hf_internals import select_cache_rows
 from stackelberg.llm.local.prefill import Prefiller
-from stackelberg.llm.local.sampling import cut_at_stop, sample_seed, sample_tokens, token_logprobs
+from stackelberg.llm.local.sampling import (
+    cut_at_stop,
+    row_uniforms,
+    sample_seed,
+    sample_tokens,
+    token_logprobs,
+)
 
 
 @dataclass
@@ -91,17 +97,23 @@ def _generate_chunk(
         mask, last = mask[expand], last[expand]
     owners = [(i, j) for i in chunk for j in range(ns[i])]  # (prompt, sample) per row
     setting = [params[i] for i, _ in owners]
-    gens = [torch.Generator().manual_seed(sample_seed(seeds[i], j)) for i, j in owners]
+    # Each row's settings and stream key live on the device beside the logits, so a step
+    # samples the whole batch there; only the chosen tokens (and log-probabilities) come back.
+    device = model.device
+    keys = torch.tensor([sample_seed(seeds[i], j) for i, j in owners], device=device)
+    temps = torch.tensor([s.temperature for s in setting], dtype=torch.float32, device=device)
+    top_ps = torch.tensor([s.top_p for s in setting], dtype=torch.float32, device=device)
     out = [Sampled() for _ in owners]
     live = list(range(len(owners)))  # the owner of each row still in the batch
     finished: set[int] = set()  # owners done but still riding along in the batch
+    sampling = any(s.temperature > 0 for s in setting)  # else argmax alone
     for step in range(longest):
-        logits = model.head(last).float().cpu()
-        temperatures = [setting[g].temperature for g in live]
-        picked = sample_tokens(
-            logits, temperatures, [setting[g].top_p for g in live], [gens[g] for g in live]
-        )
-        lps = token_logprobs(logits, temperatures, picked).tolist() if logprobs else None
+        logits = model.head(last).float()
+        if sampling:
+            picked = sample_tokens(logits, temps, top_ps, row_uniforms(keys, step))
+        else:
+            picked = logits.argmax(-1)
+        lps = token_logprobs(logits, temps, picked).tolist() if logprobs else None
         nxt = picked.tolist()
         for r, (g, tok) in enumerate(zip(live, nxt, strict=True)):
             if g in finished:
@@ -126,13 +138,15 @@ def _generate_chunk(
         # of it, and each dropped row saves one read per remaining step.
         if n_done and n_done * (longest - step - 1) >= 2 * len(live):
             keep = [r for r, g in enumerate(live) if g not in finished]
-            sel = torch.tensor(keep, device=model.device)
+            sel = torch.tensor(keep, device=device)
             select_cache_rows(cache, sel)
-            mask, nxt = mask[sel], [nxt[r] for r in keep]
+            mask, picked = mask[sel], picked[sel]
+            keys, temps, top_ps = keys[sel], temps[sel], top_ps[sel]
             live = [live[r] for r in keep]
+            sampling = any(setting[g].temperature > 0 for g in live)
         mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1)
         pos = mask.sum(-1, keepdim=True) - 1
-        hidden, cache = model.forward(torch.tensor(nxt).unsqueeze(-1), cache, mask, pos)
+        hidden, cache = model.forward(picked.unsqueeze(-1), cache, mask, pos)
         last = hidden[:, -1]
     pos = 0
     for i in chunk:
