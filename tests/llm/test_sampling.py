@@ -103,3 +103,16 @@ def test_own_work_does_not_count_as_other_processes_load():
     # Another process held one core the whole time while we held the other.
     assert busy_cores_elsewhere((0, 0, 0), (200, 200, 100), cores=2) == pytest.approx(1.0)
     assert busy_cores_elsewhere((5, 5, 5), (5, 5, 5), cores=2) == 0.0  # no time passed
+
+
+def test_equal_logits_are_ranked_by_token_index():
+    """Ties (common with a bfloat16 head) rank by token index, whatever order topk gives
+    them: the nucleus of 0.5 over three equal tokens is the first two of them."""
+    logits = torch.tensor([[0.0, 5.0, 5.0, 5.0]])
+    low, high = (sample_tokens(logits, [1.0], [0.5], [u]).item() for u in (0.0, 0.99))
+    assert (low, high) == (1, 2)
+
+
+def test_each_step_draws_its_own_number():
+    keys = torch.tensor([sample_seed(7, 0), sample_seed(7, 1)])
+    assert not torch.equal(row_uniforms(keys, 0), row_uniforms(keys, 1))

@@ -25,7 +25,7 @@ from stackelberg.settings import Settings, one_line
 SERVER_ONLY_OPTIONS = frozenset({"scenarios"})
 #: how many deals, from the request's seed on, are tried for one giving a seat its stated role
 DEAL_TRIES = 256
-#: the highest seed a request may give (the backends seed 64-bit generators)
+#: the highest seed a request may give (the backends key 64-bit random streams by it)
 MAX_SEED = 2**63 - 1
 
 

@@ -14,8 +14,10 @@ from collections.abc import Sequence
 import torch
 
 _LOW32 = 0xFFFFFFFF
-#: names the random stream below in the response cache's keys: change it with the stream
-STREAM = "mix32(seed,sample,step)"
+#: names, in the response cache's keys, how a sampled token follows from the logits: the
+#: uniform stream below and its mapping to a token (inverse CDF, the top-256 fast path,
+#: vocabulary order at top_p 1, ties by token index); change it when any of those change
+STREAM = "mix32(seed,sample,step)/icdf-top256-v1"
 
 
 def sample_seed(seed: int, index: int) -> int:
@@ -57,11 +59,13 @@ def _draw(
     """Inverse CDF per row over ``probs`` (tokens ``order``; None: the vocabulary's order),
     cut to the nucleus of ``top_ps`` when given (``probs`` then sorted descending: the most
     likely token always stays). Only tokens of positive weight can be picked."""
+    # float64 sums: monotone and exact enough on every device (a float32 parallel scan over
+    # a 152k vocabulary may lose the smallest tokens' mass, or step back by an ulp)
     if top_ps is not None:
-        probs = probs * ((probs.cumsum(-1) - probs) < top_ps[:, None])
-    cum = probs.cumsum(-1)
+        probs = probs * ((probs.cumsum(-1, dtype=torch.float64) - probs) < top_ps[:, None])
+    cum = probs.cumsum(-1, dtype=torch.float64)
     total = cum[:, -1:]
-    j = torch.searchsorted(cum, u[:, None] * total, right=True)
+    j = torch.searchsorted(cum, u[:, None].double() * total, right=True)
     # u * total may round up to total: the first token that reaches it has weight
     j = torch.minimum(j, (cum < total).sum(-1, keepdim=True))
     return j.squeeze(-1) if order is None else order.gather(-1, j).squeeze(-1)
@@ -80,9 +84,8 @@ def sample_tokens(
 
     Every operation is row by row, so a row's token depends on nothing else in the batch.
     Sorting the whole vocabulary costs as much as a decode step; a row whose top ``top_k``
-    tokens already hold ``top_p`` of the mass (nearly always) sorts only those. Only a step
-    with a row that they do not cover syncs with the host (once, for the whole batch); of
-    those rows, the ones at ``top_p`` 1 keep every token and draw in vocabulary order, with
+    tokens already hold ``top_p`` of the mass (nearly always) sorts only those. Each step
+    checks once, for the whole batch, whether a row is not covered; of those rows, the ones at ``top_p`` 1 keep every token and draw in vocabulary order, with
     no sort at all.
     """
     device = logits.device
@@ -93,6 +96,10 @@ def sample_tokens(
     scaled = logits.float() / torch.where(sampled, temps, 1.0)[:, None]
     logz = torch.logsumexp(scaled, dim=-1, keepdim=True)
     top_v, top_i = scaled.topk(min(top_k, scaled.shape[-1]), dim=-1)
+    # equal logits in token order (topk's order among them is unspecified; bfloat16 heads tie)
+    top_i, by_index = top_i.sort(dim=-1)
+    top_v, by_value = top_v.gather(-1, by_index).sort(dim=-1, descending=True, stable=True)
+    top_i = top_i.gather(-1, by_value)
     top_probs = (top_v - logz).exp()
     picks = _draw(top_probs, top_i, top_ps, u)
     short = sampled & (top_probs.sum(-1) < top_ps)
