@@ -66,3 +66,22 @@ def test_a_workspace_records_the_project_it_was_copied_from(tmp_path):
         ["git", "log", "-1", "--format=%s"], cwd=root, capture_output=True, text=True
     ).stdout
     assert recorded["commit"] in log
+
+
+def test_a_workspace_runs_the_library_it_copied_not_the_checkouts(tmp_path):
+    """Its entry points (``python -m flows.X``) and their children import the workspace's
+    own src, the code its dvc.lock hashed, whatever the installed package points at."""
+    import sys
+
+    from flows.workspace import make_workspace
+
+    root = make_workspace(tmp_path / "ws", "games: [werewolf]\n", "configs/study.yaml")
+    probe = (
+        "import flows, os, subprocess, sys, stackelberg; print(stackelberg.__file__); "
+        "print(subprocess.run([sys.executable, '-c', 'import stackelberg; "
+        "print(stackelberg.__file__)'], capture_output=True, text=True).stdout.strip())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == [str(root / "src/stackelberg/__init__.py")] * 2
