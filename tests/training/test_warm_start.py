@@ -46,6 +46,20 @@ def warm(embedded_base, tmp_path_factory):
     return fit, out / "adapter"
 
 
+def grpo_from(base, adapter, settings: GRPOSettings, out):
+    """GRPO on the two chats' prompts from ``adapter`` (longer completions rewarded)."""
+    return train_refiner(
+        base,
+        [c["prompt"] for c in CHATS],
+        {"instance_id": ["a", "b"]},
+        lambda completions, **_: [float(len(c)) for c in completions],
+        settings,
+        out,
+        completion_limit=8,
+        init_adapter=adapter,
+    )
+
+
 def _lora_b(model, adapter: str = "default") -> dict:
     return {
         name: param.detach().clone()
@@ -74,16 +88,7 @@ def test_an_adapter_of_another_rank_is_refused_in_one_line(warm, embedded_base, 
     _, adapter = warm
     other = GRPOSettings(num_generations=2, precision="float32", lora_r=8)
     with pytest.raises(ValueError, match="has rank 16 and alpha 32, grpo has lora_r 8") as err:
-        train_refiner(
-            embedded_base,
-            [c["prompt"] for c in CHATS],
-            {"instance_id": ["a", "b"]},
-            lambda completions, **_: [float(len(c)) for c in completions],
-            other,
-            tmp_path / "out",
-            completion_limit=8,
-            init_adapter=adapter,
-        )
+        grpo_from(embedded_base, adapter, other, tmp_path / "out")
     assert "\n" not in str(err.value)
 
 
@@ -99,16 +104,7 @@ def test_grpo_goes_on_from_the_warm_start_which_is_its_kl_reference(warm, embedd
         PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(embedded_base), adapter)
     )
     assert any(b.abs().sum() > 0 for b in start.values())
-    result = train_refiner(
-        embedded_base,
-        [c["prompt"] for c in CHATS],
-        {"instance_id": ["a", "b"]},
-        lambda completions, **_: [float(len(c)) for c in completions],
-        TINY,
-        tmp_path / "out",
-        completion_limit=8,
-        init_adapter=adapter,
-    )
+    result = grpo_from(embedded_base, adapter, TINY, tmp_path / "out")
     trained, reference = _lora_b(result.model), _lora_b(result.model, "ref")
     assert trained.keys() == start.keys()
     for name, weights in start.items():
