@@ -142,9 +142,8 @@ def train_game(
     # tokenizer stay loaded beside it (the players and the labeler come back for evaluate).
     ctx.release_models("refiner", "measurer", keep_prefixes=("measurer",))
     rows, views = train_instances(ctx, ids, extra)
+    # a Refiner served by vLLM trains here too, on the served base model's checkpoint
     refiner_cfg = ctx.params.models.refiner
-    if refiner_cfg.backend != "local":
-        raise ValueError("grpo: models.refiner must be a local model (a checkpoint to train)")
     measurer = ctx.measurer()
     # each instance rewarded as its game's (the joint Refiner's are of several games)
     scores = {g: ctx.params.for_game("score", g) for g in dict.fromkeys(r["game"] for r in rows)}

@@ -188,8 +188,22 @@ EXACT = "{exact: follower}"
             "evaluate.choice is 'score' (onuw)",
         ),
         (
-            "models: {refiner: {backend: openai, model: qwen}}\n",
-            "models.refiner: GRPO trains the Refiner's weights, so it must be a local model",
+            f"models: {{refiner: {CLAUDE}}}\n",
+            "models.refiner: GRPO trains a LoRA on the Refiner's base model, which then samples "
+            "from the local backend or a vLLM server serving its adapters (backend: openai), "
+            "not the anthropic backend, model claude-3-5-haiku-latest",
+        ),
+        (f"models: {{refiner: {GPT}}}\n", f"not the openai backend, model gpt-4o at {GPT_URL}"),
+        (
+            "models: {refiner: {backend: openai, model: qwen}}\n"
+            "game_overrides: {onuw: {evaluate: {refiner_dtype: int8}}}\n",
+            "evaluate.refiner_dtype (onuw): int8 is the local Refiner's; a Refiner on a server "
+            "plays in the server's dtype (vllm serve --dtype): set auto",
+        ),
+        (
+            "models: {refiner: {backend: openai, model: qwen, adapter: models/refiner/onuw}}\n",
+            "models.refiner: adapter: on the openai backend, the name the server serves a LoRA "
+            "adapter under (vllm serve --lora-modules NAME=FOLDER), not a folder",
         ),
         (
             "models: {player: {backend: anthropic, model: claude, scores: true}}\n",

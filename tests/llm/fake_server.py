@@ -9,7 +9,9 @@ contain a marker string (a fault that never clears).
 
 By default chat answers echo the prompt; ``answer`` replaces them with a function of the
 conversation (``game_policy.play_answer`` plays games), and ``models`` lists the model
-names served (several API models behind one loopback server).
+names served (several API models behind one loopback server); ``adapters`` the LoRA modules
+served beside them (name -> base model), listed in /v1/models as vLLM lists them (with a
+``parent`` and no ``max_model_len``). Completions answer ``n`` samples per request.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ class FakeServer:
         #: (system text or None, messages, sample index) -> the assistant's answer
         self.answer: Any = None
         self.models: set[str] = {MODEL}
+        self.adapters: dict[str, str] = {}  # LoRA module name -> its base model
         self.hang_s = 1.0
         self.delay_s = 0.0
         self.inflight = 0
@@ -106,6 +109,16 @@ class FakeServer:
     def __exit__(self, *exc: object) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+    def listed(self) -> list[dict[str, Any]]:
+        """/v1/models: the fake model with its window, the other models (whose windows the
+        server does not say), the adapters with their parent."""
+        others = [{"id": m, "object": "model"} for m in sorted(self.models - {MODEL})]
+        adapters = [
+            {"id": name, "object": "model", "parent": parent, "root": f"/adapters/{name}"}
+            for name, parent in sorted(self.adapters.items())
+        ]
+        return [{"id": MODEL, "object": "model", "max_model_len": CONTEXT}, *others, *adapters]
 
     def count(self, path: str) -> int:
         return sum(1 for p, _ in self.requests if p == path)
@@ -138,7 +151,7 @@ class FakeServer:
 
             def do_GET(self) -> None:
                 if self.path == "/v1/models":
-                    self.send(200, {"data": [{"id": MODEL, "max_model_len": CONTEXT}]})
+                    self.send(200, {"data": server.listed()})
                 else:
                     self.send(404, {"error": {"message": "no route"}})
 
@@ -208,7 +221,7 @@ class FakeServer:
             def route(self, body: dict[str, Any]) -> None:
                 model = body.get("model")
                 if self.path in ("/v1/chat/completions", "/v1/completions", "/v1/messages"):
-                    if model not in server.models:
+                    if model not in server.models and model not in server.adapters:
                         err = {
                             "type": "not_found_error",
                             "message": f"The model `{model}` does not exist.",

@@ -41,8 +41,9 @@ def test_adapter_changes_scores_and_cache_identity(local_llm, adapter_dir):
     assert diff > 1e-3
 
 
-def test_adapter_is_local_only_and_must_exist(tmp_path):
-    with pytest.raises(ConfigError, match="adapter"):
+def test_adapter_is_a_folder_only_locally_and_must_exist(tmp_path):
+    # a server serves an adapter by name (tests/llm/test_openai_adapter.py)
+    with pytest.raises(ConfigError, match="adapter: on the openai backend, the name"):
         make_llm(backend="openai", model="m", adapter=str(tmp_path))
     with pytest.raises(ModelNotFoundError, match=r"is not a PEFT adapter folder$"):
         # a base that is no checkpoint: refused before the base would load

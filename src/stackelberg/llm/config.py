@@ -7,6 +7,7 @@ no transformers, no anthropic SDK).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
@@ -87,7 +88,9 @@ class LLMConfig(Settings):
     adapter: str | None = Field(
         None,
         description="local: a PEFT LoRA adapter folder, run beside the model's shared weights "
-        "(merged in where it holds more than LoRA matrices)",
+        "(merged in where it holds more than LoRA matrices); openai: the name the server "
+        "serves a LoRA adapter under (vllm serve --enable-lora --lora-modules NAME=FOLDER), "
+        "which requests name as their model",
     )
     scores: bool | None = Field(
         None,
@@ -128,6 +131,19 @@ class LLMConfig(Settings):
         return self
 
     @model_validator(mode="after")
+    def _adapter_fits_backend(self) -> LLMConfig:
+        if self.adapter is None or self.backend == "local":
+            return self
+        if self.backend == "anthropic":
+            raise ValueError("adapter: the anthropic backend serves no LoRA adapters")
+        if any(c in self.adapter for c in "/\\") or self.adapter.startswith((".", "~")):
+            raise ValueError(
+                f"adapter: on the openai backend, the name the server serves a LoRA adapter "
+                f"under (vllm serve --lora-modules NAME=FOLDER), not a folder: {self.adapter!r}"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _anthropic_cannot_score(self) -> LLMConfig:
         if self.backend == "anthropic" and self.scores:
             raise ValueError("scores: the anthropic backend returns no log-probabilities")
@@ -144,6 +160,15 @@ class LLMConfig(Settings):
             return not any(host in url for host in NO_PROMPT_LOGPROBS_HOSTS)
         return True
 
+    def with_adapter(self, folder: str | Path) -> LLMConfig:
+        """This model with a trained adapter folder of the project: the local backend runs
+        the folder beside its weights; a server serves it as the LoRA module named after it
+        (``served_adapter_name``), answers not cached, since the name does not say which
+        of the folder's versions the server loaded."""
+        if self.backend != "openai":
+            return self.model_copy(update={"adapter": str(folder)})
+        return self.model_copy(update={"adapter": served_adapter_name(folder), "cache": "off"})
+
     def describe(self) -> str:
         """The model as a user names it: backend and model (and server, if any)."""
         where = f" at {self.base_url}" if self.base_url else ""
@@ -155,6 +180,19 @@ class LLMConfig(Settings):
             base_s=self.retry_base_s,
             max_total_s=self.retry_max_total_s,
         )
+
+
+def served_adapter_name(folder: str | Path) -> str:
+    """The LoRA module name a server serves an adapter folder of the project under: its path
+    below models/, '/' as '-' (models/refiner/werewolf: refiner-werewolf), so that one
+    ``--lora-modules NAME=FOLDER`` line per folder needs no table of names."""
+    parts = Path(os.path.relpath(os.path.abspath(folder))).parts
+    if not parts or parts[0] == "..":
+        raise ConfigError(
+            f"openai backend: a served adapter is named after its folder in the project "
+            f"({Path.cwd()}); {str(folder)!r} is outside it"
+        )
+    return "-".join(parts[1:] if parts[0] == "models" and len(parts) > 1 else parts)
 
 
 def api_key(config: LLMConfig, default_env: str, required: bool) -> str | None:
@@ -180,11 +218,6 @@ def make_llm(config: LLMConfig | dict[str, Any] | None = None, **overrides: Any)
             config = LLMConfig(**config.model_dump())
     except ValidationError as err:
         raise ConfigError(f"invalid llm config: {one_line(err, root='config')}") from None
-    if config.adapter and config.backend != "local":
-        raise ConfigError(
-            f"{config.backend} backend: `adapter` is for the local backend; serve the adapter "
-            "with the server instead (e.g. vllm serve --enable-lora --lora-modules)"
-        )
     backend = _build(config, open_cache(config.cache))
     backend.can_score = config.can_score()
     return backend
@@ -213,6 +246,7 @@ def _build(config: LLMConfig, cache: Any) -> Backend:
         key = api_key(config, "OPENAI_API_KEY", required="api.openai.com" in base_url)
         return OpenAIBackend(
             config.model,
+            adapter=config.adapter,
             base_url=base_url,
             api_key=key,
             timeout_s=config.timeout_s,

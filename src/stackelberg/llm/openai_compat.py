@@ -7,6 +7,11 @@ so token boundaries are exactly the whole text's (``llm.pieces``) and no text ro
 shift them. Each (candidate, response) pair is one request; vLLM's
 prefix caching computes the shared context once on the server. The requests of one batch
 are sent concurrently, at most ``max_concurrency`` at a time.
+
+With an ``adapter`` (a LoRA module the server serves, vLLM's ``--lora-modules NAME=FOLDER``)
+every request names the adapter as its model, so one server runs the base model and its
+trained adapters; the backend refuses, before any request, an adapter the server does not
+list.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from stackelberg.llm.base import (
 )
 from stackelberg.llm.cache import ResponseCache
 from stackelberg.llm.errors import (
+    ConfigError,
     ContextLengthError,
     LLMError,
     TransientError,
@@ -68,13 +74,14 @@ class OpenAIBackend(Backend):
         model: str,
         base_url: str,
         api_key: str | None = None,
+        adapter: str | None = None,
         timeout_s: float = 120.0,
         retry: RetryPolicy | None = None,
         max_concurrency: int = 8,
         context_window: int | None = None,
         cache: ResponseCache | None = None,
     ) -> None:
-        super().__init__(model, cache)
+        super().__init__(adapter or model, cache)  # the name every request sends
         self.base_url = base_url.rstrip("/")
         # vLLM serves /tokenize and /detokenize at the root, not under /v1.
         self.root_url = self.base_url.removesuffix("/v1")
@@ -86,6 +93,8 @@ class OpenAIBackend(Backend):
         self._context_override = context_window
         self._token_cache: dict[str, list[int]] = {}
         self._no_tokenize = False
+        if adapter:
+            self._check_served()
 
     # ---- HTTP -------------------------------------------------------------------------------
 
@@ -126,14 +135,27 @@ class OpenAIBackend(Backend):
             return []
         return data if isinstance(data, list) else []
 
+    def _check_served(self) -> None:
+        """Refuse in one line an adapter the server does not list in /v1/models."""
+        listed = [str(m.get("id")) for m in self._get_models() if isinstance(m, dict)]
+        if self.model not in listed:
+            raise ConfigError(
+                f"openai backend: the server at {self.base_url} serves no adapter "
+                f"{self.model!r} (its /v1/models lists {', '.join(listed) or 'nothing'}); "
+                f"start it with --enable-lora --lora-modules {self.model}=FOLDER"
+            )
+
     # ---- text and tokens --------------------------------------------------------------------
 
     @cached_property
     def _served_window(self) -> int | None:
-        for m in self._get_models():
-            if m.get("id") == self.model and m.get("max_model_len"):
-                return int(m["max_model_len"])
-        return None
+        """The served model's max_model_len; a LoRA adapter's is its parent's (vLLM lists
+        adapters without one)."""
+        models = {m.get("id"): m for m in self._get_models() if isinstance(m, dict)}
+        entry = models.get(self.model) or {}
+        if not entry.get("max_model_len"):
+            entry = models.get(entry.get("parent")) or {}
+        return int(entry["max_model_len"]) if entry.get("max_model_len") else None
 
     @property
     def context_window(self) -> int:

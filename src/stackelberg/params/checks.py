@@ -72,11 +72,7 @@ def check_pairings(params: Params) -> None:
             f"models.unseen_follower: it rescored held-out candidates by log-probabilities, "
             f"but the {unseen.describe()} gives none; use a local model or a vLLM server"
         )
-    if models.refiner.backend != "local":
-        raise ParamsError(
-            f"models.refiner: GRPO trains the Refiner's weights, so it must be a local model "
-            f"(backend: local), not the {models.refiner.describe()}"
-        )
+    check_refiner_backend(params)
     for game in params.games:
         terms = params.for_game("score", game).terms
         if terms in params.for_game("grpo", game).ablations:
@@ -125,6 +121,28 @@ def check_pairings(params: Params) -> None:
         except ConfigError as err:
             raise ParamsError(f"{baseline.name}.options: {err}") from None
     check_refiners_beside(params)
+
+
+def check_refiner_backend(params: Params) -> None:
+    """Refuse a Refiner that GRPO cannot train or its trained adapters cannot run on: GRPO
+    trains a LoRA on ``models.refiner.model`` loaded locally, and the Refiner samples from
+    the local backend or from a vLLM server (backend: openai) serving that base model and
+    the adapters as LoRA modules, in the server's dtype."""
+    refiner = params.models.refiner
+    if refiner.backend == "local":
+        return
+    if not (refiner.backend == "openai" and refiner.can_score()):
+        raise ParamsError(
+            f"models.refiner: GRPO trains a LoRA on the Refiner's base model, which then "
+            f"samples from the local backend or a vLLM server serving its adapters "
+            f"(backend: openai), not the {refiner.describe()}"
+        )
+    for game in params.games:
+        if (dtype := params.for_game("evaluate", game).refiner_dtype) != "auto":
+            raise ParamsError(
+                f"evaluate.refiner_dtype ({game}): {dtype} is the local Refiner's; a Refiner "
+                "on a server plays in the server's dtype (vllm serve --dtype): set auto"
+            )
 
 
 def check_refiners_beside(params: Params) -> None:

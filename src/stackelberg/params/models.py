@@ -51,7 +51,10 @@ class ModelsParams(Settings):
     )
     refiner: LLMConfig = Field(
         default_factory=lambda: LLMConfig(model="models/base"),
-        description="the Refiner's base model (local backend: GRPO trains a LoRA on it)",
+        description="the Refiner's base model, on which GRPO trains a LoRA (loaded locally: "
+        "a checkpoint folder or hub name); openai: a vLLM server serving it under that name "
+        "and each trained adapter folder as a LoRA module named after it (models/refiner/GAME: "
+        "refiner-GAME)",
     )
     measurer: MeasurerEntry = Field(
         default_factory=lambda: LLMConfig(model="models/base"),

@@ -158,17 +158,16 @@ class Params(Settings):
         self, game: str | None, adapter: str | Path | None = None
     ) -> RefinerProfile:
         """The Refiner as it runs for ``game`` (None: the shared sections), untrained or with
-        a trained ``adapter`` beside its weights: the sample section's style, prompt budget,
+        a trained ``adapter`` folder (``LLMConfig.with_adapter``: beside its local weights, or
+        the LoRA module a server serves it as): the sample section's style, prompt budget,
         token limit, temperature and top_p (``SampleSettings.profile``; GRPO's rollouts
         sample at ``grpo.temperature`` and ``grpo.top_p``, its own), and
         ``evaluate.refiner_dtype``, the dtype it plays in."""
         sample = self.sample if game is None else self.for_game("sample", game)
         section = self.evaluate if game is None else self.for_game("evaluate", game)
         dtype = section.refiner_dtype
-        update = ({"adapter": str(adapter)} if adapter is not None else {}) | (
-            {"dtype": dtype} if dtype != "auto" else {}
-        )
-        return sample.profile(self.models.refiner.model_copy(update=update))
+        model = self.models.refiner.model_copy(update={"dtype": dtype} if dtype != "auto" else {})
+        return sample.profile(model if adapter is None else model.with_adapter(adapter))
 
     def best_of_options(self, game: str) -> dict[str, Any]:
         """How a ``bestN+X`` speaker labels and scores (``build_agent``'s
