@@ -49,6 +49,9 @@ class Arch:
     kv_heads: int
     vocab: int
     tied: bool = False
+    rope_theta: float = 1e6
+    rms_eps: float = 1e-6
+    max_positions: int = 32768
 
     @property
     def kv_width(self) -> int:
@@ -76,11 +79,36 @@ class Arch:
         """K and V of one token in every layer, in bf16."""
         return 2 * self.layers * self.kv_width * 2
 
+    def config(self, **token_ids: int | None):
+        """This shape as a transformers ``Qwen2Config`` (bench/random_model.py builds
+        random-weight models from it, no model hub needed); ``token_ids``: the tokenizer's
+        ``bos_token_id``, ``eos_token_id`` and ``pad_token_id``."""
+        from transformers import Qwen2Config
 
-#: the paper's models, from their config.json
+        return Qwen2Config(
+            vocab_size=self.vocab,
+            hidden_size=self.hidden,
+            intermediate_size=self.intermediate,
+            num_hidden_layers=self.layers,
+            num_attention_heads=self.heads,
+            num_key_value_heads=self.kv_heads,
+            max_position_embeddings=self.max_positions,
+            rope_parameters={"rope_type": "default", "rope_theta": self.rope_theta},
+            rms_norm_eps=self.rms_eps,
+            tie_word_embeddings=self.tied,
+            **token_ids,
+        )
+
+
+#: the paper's models, from their config.json (both: rope_theta 1e6, rms_norm_eps 1e-6,
+#: max_position_embeddings 32768, untied embeddings, a vocabulary padded to 152,064)
 ARCHS = {
-    "Qwen/Qwen2.5-7B-Instruct": Arch(3584, 18944, 28, 28, 4, 152064),
-    "Qwen/Qwen2.5-72B-Instruct": Arch(8192, 29568, 80, 64, 8, 152064),
+    "Qwen/Qwen2.5-7B-Instruct": Arch(
+        hidden=3584, intermediate=18944, layers=28, heads=28, kv_heads=4, vocab=152064
+    ),
+    "Qwen/Qwen2.5-72B-Instruct": Arch(
+        hidden=8192, intermediate=29568, layers=80, heads=64, kv_heads=8, vocab=152064
+    ),
 }
 
 

@@ -4,7 +4,8 @@ Real Refiner prompts (Werewolf, ``agents.refiner.refiner_messages``), the embedd
 SmolLM2-135M checkpoint + LoRA r=16, and a cheap deterministic reward (the parsed
 ``Response:`` length), so ``reward_s`` is the trainer's reward overhead, not a Measurer's.
 Prints one JSON line: step_s (mean trainer step time), generation_s and reward_s per step,
-the rest (old/ref log-probs, loss, backward, optimizer) and the total wall time.
+the rest (old/ref log-probs, loss, backward, optimizer), the total wall time and the
+peak memory (the process's, and the CUDA allocator's on a GPU).
 
     python bench/grpo_step.py [--steps 2] [--generations 8] [--max-new-tokens 32]
                               [--micro-batch 1] [--generation local] [--no-share-prompts]
@@ -126,6 +127,11 @@ def run_steps(
         "torch_threads": torch.get_num_threads(),
         "load_avg_1m": round(os.getloadavg()[0], 2),
         "peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
+        "peak_gpu_gib": (
+            round(torch.cuda.max_memory_allocated() / 2**30, 2)
+            if torch.cuda.is_available()
+            else None
+        ),
     }
 
 
