@@ -40,9 +40,12 @@ def test_paper_scale_is_the_papers():
     assert (p.grpo.epochs, p.grpo.lora_r, p.grpo.loss_type) == (3.0, 16, "grpo")
     assert p.models.refiner.model == "Qwen/Qwen2.5-7B-Instruct"
     assert p.models.measurer.backend == "openai" and "72B" in p.models.measurer.model
-    # the paper's 4 GPUs for GRPO; the refiner a bf16 model on cuda (dtype auto)
+    # the paper's 4 GPUs for GRPO; the Refiner sampled from a vLLM server of its own
     assert (p.grpo.launch, p.grpo.zero_stage, p.grpo.num_processes) == ("deepspeed", 2, 4)
-    assert (p.models.refiner.device, p.models.refiner.dtype) == ("cuda", "auto")
+    assert (p.models.refiner.backend, p.models.refiner.base_url) == (
+        "openai",
+        "http://localhost:8001/v1",
+    )
 
 
 @pytest.mark.parametrize(

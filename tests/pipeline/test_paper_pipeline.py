@@ -2,9 +2,11 @@
 
 One local server speaks every protocol the paper's setup uses (OpenAI chat for GPT-4o and
 Gemini, Anthropic messages for Claude, vLLM's /completions with prompt_logprobs and
-/tokenize for the Measurer), answering as a pretend chat model that plays games. Only the
-endpoints change, the Refiner runs on the embedded model, and counts and lengths shrink
-through ordinary params keys; every stage runs.
+/tokenize for the Measurer, vLLM's chat with LoRA modules for the Refiner), answering as a
+pretend chat model that plays games. Only the endpoints change, the Refiner's base is the
+embedded model (GRPO trains it locally, the server serves it by that name and each trained
+adapter as its LoRA module), and counts and lengths shrink through ordinary params keys;
+every stage runs.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 GAMES = ["werewolf", "avalon", "onuw"]
 API_MODELS = {"gpt-4o", "gemini-2.5-flash", "claude-3-5-haiku-latest"}
 MEASURER = "Qwen/Qwen2.5-72B-Instruct"
+#: the Refiner's base: what GRPO trains (the embedded model) and the server's name of it
+REFINER = "models/base"
 SHRINK_CONDITIONS = ["direct", "refiner+direct"]
 #: the counts and lengths of a CPU test, as `dvc exp run -S key=value` would set them
 SHRINK = {
@@ -58,7 +62,6 @@ SHRINK = {
     "evaluate.max_prompt_tokens": 1024,
     "evaluate.conditions": SHRINK_CONDITIONS,
     "evaluate.batch_games": 16,
-    "evaluate.refiner_dtype": "int8",  # the CPU Refiner at play, as in the embedded default
     "tactics.episodes": 200,
     "tactics.eval_games": 20,
     "strategist.games": 60,
@@ -73,9 +76,9 @@ SHRINK = {
 def paper_params_on(url: str) -> dict:
     params = yaml.safe_load((ROOT / "configs/paper.yaml").read_text())
     models = params["models"]
-    for entry in (*models["labeler"], *models["player"], models["measurer"]):
+    for entry in (*models["labeler"], *models["player"], models["measurer"], models["refiner"]):
         entry["base_url"] = url if entry["backend"] == "anthropic" else f"{url}/v1"
-    models["refiner"] = {"backend": "local", "model": "models/base"}
+    models["refiner"]["model"] = REFINER
     for key, value in SHRINK.items():
         section, name = key.split(".")
         params[section][name] = value
@@ -93,10 +96,13 @@ def paper_params_on(url: str) -> dict:
 def paper(tmp_path_factory):
     with FakeServer() as server:
         server.answer = play_answer
-        server.models = {*API_MODELS, MEASURER}
+        server.models = {*API_MODELS, MEASURER, REFINER}
         root = tmp_path_factory.mktemp("paper")
         keys = {k: "test-key" for k in ("OPENAI_API_KEY", "GEMINI_API_KEY", "ANTHROPIC_API_KEY")}
         params = paper_params_on(server.url)
+        # what `vllm serve --lora-modules refiner-GAME=models/refiner/GAME` lists; listed
+        # before GRPO wrote them, as a fake server loads no weights
+        server.adapters = {f"refiner-{game}": REFINER for game in params["games"]}
         env = make_project(root, yaml.safe_dump(params, sort_keys=False), keys)
         run = sh([sys.executable, "-m", "flows.pipeline"], root, env, timeout=1500)
         yield {"root": root, "env": env, "server": server, "run": run}
@@ -138,6 +144,7 @@ def test_api_players_choose_by_generation_and_their_model_is_recorded(paper):
     assert len(drawn) >= 2  # games draw different models
     server = paper["server"]
     used = {b["model"] for p, b in server.requests if p in ("/v1/chat/completions", "/v1/messages")}
+    used -= {REFINER, *server.adapters}  # the Refiner's (the last test)
     assert drawn <= used <= API_MODELS  # every drawn model was called on its own protocol
 
 
@@ -151,3 +158,23 @@ def test_the_measurer_scores_through_prompt_logprobs(paper):
     assert all(isinstance(b["prompt"], list) for b in scored)  # token ids from /tokenize
     scores = read_dataset(paper["root"] / "data/scores/werewolf.parquet", "scores")
     assert scores.height > 0 and scores["reward"].is_finite().all()
+
+
+def test_the_refiner_samples_on_the_server_untrained_and_as_its_trained_adapter(paper):
+    """The sample stage and the held-out reward ask the base model, the held-out reward and
+    the refiner+direct tables each game's trained adapter by its LoRA module name: n
+    completions in one request (sample.n = evaluate.n = 2), one per speech at play."""
+    asked = [
+        b
+        for p, b in paper["server"].requests
+        if p == "/v1/chat/completions" and b["model"] not in API_MODELS
+    ]
+    untrained = [b for b in asked if b["model"] == REFINER]
+    assert untrained and all(b["n"] == 2 and "seed" in b for b in untrained)
+    for game in GAMES:
+        trained = [b for b in asked if b["model"] == f"refiner-{game}"]
+        assert {b["n"] for b in trained} == {1, 2}  # at play; the held-out candidates
+        assert all(b["max_tokens"] == SHRINK["sample.max_new_tokens"] for b in trained)
+        candidates = read_dataset(paper["root"] / f"data/candidates/{game}.parquet", "candidates")
+        assert candidates.height > 0
+    assert {b["model"] for b in asked} == {REFINER, *paper["server"].adapters}
