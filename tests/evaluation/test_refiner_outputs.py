@@ -132,3 +132,16 @@ def test_one_definition_for_sampling_grpo_and_play():
     override = Params(game_overrides={"onuw": {"sample": {"max_new_tokens": 24}}})
     assert override.refiner_profile("onuw").token_limit == 24
     assert override.refiner_profile("avalon").token_limit == override.sample.max_new_tokens
+
+
+def test_a_trained_refiner_is_its_folder_locally_and_its_lora_module_on_a_server(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    folder = "models/refiner/onuw"
+    local = Params(evaluate={"refiner_dtype": "int8"}).refiner_profile("onuw", folder).model
+    assert (local.adapter, local.dtype, local.cache) == (folder, "int8", "default")
+    served = Params(models={"refiner": {"backend": "openai", "model": "base"}})
+    untrained, trained = served.refiner_profile("onuw"), served.refiner_profile("onuw", folder)
+    assert (untrained.model.adapter, trained.model.adapter) == (None, "refiner-onuw")
+    assert trained.model.cache == "off" and trained.style == untrained.style
