@@ -104,7 +104,7 @@ def train_targets(args, llm, exact, train, profile, score) -> list[str]:
     if args.target == "best-addition":  # the warm_start stage's targets (source: grammar)
         rows = [{"desired": d, "undesired": u} for _, d, u in train]
         views = [v for v, _, _ in train]
-        return [t.completion for t in grammar_targets(exact, rows, views, profile, score)]
+        return [ts[0].completion for ts in grammar_targets(exact, rows, views, profile, score)]
     return own_best(llm, exact, train, profile, args.samples, score)
 
 

@@ -1,9 +1,9 @@
-"""warm_start: fit the Refiner's LoRA on the grammar's best completions before GRPO.
+"""warm_start: fit the Refiner's LoRA on the grammar's completions before GRPO.
 
-With ``warm_start.source: grammar`` each train instance's target is the sentence of the
-speaker's grammar that the Measurer rewards most (``persuasion.grammar_targets``), as the
-Refiner's own completion of its own prompt; the adapter (GRPO's rank and precision) lands
-in models/warm_start/GAME, and GRPO goes on training it. With ``source: none`` (the
+With ``warm_start.source: grammar`` each train instance's targets are sentences of the
+speaker's grammar scored by the Measurer (``persuasion.grammar_targets``: the best one, or
+draws from those that help), as the Refiner's own completions of its own prompt; the
+adapter (GRPO's rank and precision) lands in models/warm_start/GAME, and GRPO goes on training it. With ``source: none`` (the
 default, and the paper's) the folder holds only ``warm_start.json`` and GRPO starts from
 the base model.
 """
@@ -42,8 +42,16 @@ def work(ctx, item) -> dict:
 
     rows, views = ctx.instances("intents", item["ids"])
     profile = ctx.params.refiner_profile(ctx.game)
-    targets = grammar_targets(
-        ctx.measurer(), rows, views, profile, ctx.params.for_game("score", ctx.game)
+    settings = ctx.section
+    drawn = grammar_targets(
+        ctx.measurer(),
+        rows,
+        views,
+        profile,
+        ctx.params.for_game("score", ctx.game),
+        settings.targets,
+        settings.draws,
+        settings.seed,
     )
     prompts = [refiner_prompt(ctx.llm("refiner"), v, profile) for v in views]
     # the fit loads its own copy of the base; the Measurer stays for GRPO, with its store
@@ -52,31 +60,39 @@ def work(ctx, item) -> dict:
     cuda = torch.cuda.is_available()
     chats = [
         {"prompt": p, "completion": [{"role": "assistant", "content": t.completion}]}
-        for p, t in zip(prompts, targets, strict=True)
+        for p, ts in zip(prompts, drawn, strict=True)
+        for t in ts
     ]
     ctx.path().parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".warm-start-", dir=ctx.path().parent) as scratch:
         fit = fit_warm_start(
             ctx.params.models.refiner.model,
             chats,
-            ctx.section,
+            settings,
             scratch,
             lora=lora_config(grpo),
             bf16=train_precision(grpo.precision, cuda) == "bfloat16",
             desc=f"warm_start@{ctx.game} steps",
         )
         files = {f.name: f.read_bytes() for f in (Path(scratch) / "adapter").iterdir()}
+    targets = [t for ts in drawn for t in ts]
     gains = [t.reward - t.base_reward for t in targets]
-    base_words = sum(t.completion == v.base_utterance for t, v in zip(targets, views, strict=True))
+    base_words = sum(
+        t.completion == v.base_utterance for ts, v in zip(drawn, views, strict=True) for t in ts
+    )
     info = {
-        "source": ctx.section.source,
-        "instances": len(targets),
+        "source": settings.source,
+        "targets": settings.targets,
+        "instances": len(drawn),
+        "chats": len(targets),
         "mean_target_gain": sum(gains) / len(gains),
         # where no sentence beats the planned speech's words, the target is those words
         "base_words_share": base_words / len(targets),
+        "helping_share": sum(ts[0].helping > 0 for ts in drawn) / len(drawn),
+        "mean_helping": sum(ts[0].helping for ts in drawn) / len(drawn),
         "distinct_targets": len({t.completion for t in targets}),
         **fit,
-        "examples": [t.completion for t in targets[:EXAMPLES]],
+        "examples": [ts[0].completion for ts in drawn[:EXAMPLES]],
     }
     return {"info": info, "adapter_files": files}
 

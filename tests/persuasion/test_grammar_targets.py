@@ -47,7 +47,7 @@ def test_an_addition_target_is_the_best_sentence_after_the_planned_speech(game_n
     rows, views = _labeled(game_name, 1, 4)
     assert views
     follower, score = ExactFollower(), ScoreSettings()
-    targets = grammar_targets(follower, rows, views, _profile("addition"), score)
+    targets = [ts[0] for ts in grammar_targets(follower, rows, views, _profile("addition"), score)]
     for row, view, target in zip(rows, views, targets, strict=True):
         base = view.base_utterance
         sentences = [base, *(s for s in speaker_sentences(view) if s != base)]
@@ -76,7 +76,7 @@ def test_a_speech_target_replaces_the_planned_speech():
     assert [c.utterance for c in added[1:]] == [
         f"{views[0].base_utterance} {c.raw}" for c in candidates[1:]
     ]
-    [target] = grammar_targets(
+    [[target]] = grammar_targets(
         ExactFollower(), rows[:1], views[:1], _profile("speech"), ScoreSettings()
     )
     assert target.completion in {c.raw for c in candidates}
@@ -88,3 +88,26 @@ def test_a_format_with_no_grammar_completion_is_refused():
         grammar_candidates(views[0], "analysis")
     with pytest.raises(ValueError, match="not 'analysis'"):
         grammar_targets(ExactFollower(), [{}], [views[0]], _profile("analysis"), ScoreSettings())
+
+
+def test_helping_targets_are_drawn_from_the_sentences_that_beat_the_planned_speech():
+    """``helping``: each draw is a sentence rewarded above the planned speech's words (the
+    planned words themselves where none is), the draws replay by seed, and ``best`` gives
+    the best sentence as many times as asked."""
+    rows, views = _labeled("onuw", 1, 6)
+    follower, score, profile = ExactFollower(), ScoreSettings(), _profile("addition")
+    helping = grammar_targets(follower, rows, views, profile, score, "helping", 16, seed=3)
+    assert helping == grammar_targets(follower, rows, views, profile, score, "helping", 16, seed=3)
+    best = grammar_targets(follower, rows, views, profile, score, "best", 2)
+    spread = False
+    for view, draws, (top, again) in zip(views, helping, best, strict=True):
+        assert len(draws) == 16 and top == again
+        if draws[0].helping == 0:
+            assert {d.completion for d in draws} == {view.base_utterance}
+            continue
+        assert all(d.reward > d.base_reward for d in draws)
+        assert top.reward >= max(d.reward for d in draws)
+        spread |= len({d.completion for d in draws}) > 1
+    assert spread, "no instance drew more than one sentence: nothing tests the weights"
+    with pytest.raises(ValueError, match="best or helping, not 'all'"):
+        grammar_targets(follower, rows, views, profile, score, "all")

@@ -7,10 +7,17 @@ instead of it) through ``measure_completions``, the reward GRPO trains on, so th
 and GRPO want the same thing of any Measurer: the exact follower or an LLM. The planned
 speech's own words are a candidate too (in the addition format: said again, adding nothing),
 so that an instance where every sentence hurts teaches restraint, not the least bad claim.
+
+Two kinds of targets (``warm_start.targets``): ``best``, the one sentence rewarded most, and
+``helping``, draws from every sentence that beats the planned speech's words, each as likely
+as its gain. One target per prompt made the Refiner nearly deterministic, so that GRPO's
+groups rarely differed (docs/persuasion.md); the best sentence also depends on what the
+speaker cannot see, and a spread over the sentences that help keeps what each prompt allows.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -24,14 +31,19 @@ from stackelberg.persuasion.reward import best_index
 GRAMMAR_FORMATS = ("addition", "speech")
 
 
+#: ``warm_start.targets``: the best sentence, or draws from the sentences that help
+TARGET_KINDS = ("best", "helping")
+
+
 class GrammarTarget(NamedTuple):
-    """An instance's best grammar completion, its reward, and the planned speech's words
+    """An instance's target grammar completion, its reward, and the planned speech's words
     as the completion (the first candidate)."""
 
     completion: str
     reward: float
     base_reward: float
     candidates: int
+    helping: int = 0  # sentences that beat the planned speech's words
 
 
 def grammar_candidates(view: InstanceView, output_format: str) -> list[Candidate]:
@@ -54,14 +66,35 @@ def grammar_targets(
     views: Sequence[InstanceView],
     profile: RefinerProfile,
     score: ScoreSettings,
-) -> list[GrammarTarget]:
-    """Per instance (``rows``: its intents; ``views``: its view), the grammar completion the
-    Measurer rewards most (ties: the planned speech's words, then the grammar's order)."""
+    kind: str = "best",
+    draws: int = 1,
+    seed: int = 0,
+) -> list[list[GrammarTarget]]:
+    """Per instance (``rows``: its intents; ``views``: its view), its targets: ``best``, the
+    grammar completion the Measurer rewards most (ties: the planned speech's words, then the
+    grammar's order), ``draws`` times; ``helping``, ``draws`` completions drawn with
+    replacement from those that beat the planned speech's words, each with a chance in
+    proportion to its gain (where none helps: the planned speech's words). Seeded by
+    ``seed`` and the instance's place alone."""
+    if kind not in TARGET_KINDS:
+        raise ValueError(f"grammar targets are {' or '.join(TARGET_KINDS)}, not {kind!r}")
+    if draws < 1:
+        raise ValueError(f"draws must be at least 1, not {draws}")
     targets = []
-    for row, view in zip(rows, views, strict=True):
+    for i, (row, view) in enumerate(zip(rows, views, strict=True)):
         candidates = grammar_candidates(view, profile.style.output_format)
         measured = measure_completions(measurer, row, view, candidates, score, profile.token_limit)
         rewards = [p.reward for p in measured.parts]
-        best = best_index(rewards)
-        targets.append(GrammarTarget(candidates[best].raw, rewards[best], rewards[0], len(rewards)))
+        helps = [j for j, r in enumerate(rewards) if r > rewards[0]]
+        if kind == "best" or not helps:
+            chosen = [best_index(rewards)] * draws
+        else:
+            rng = random.Random(f"{seed}:{i}")
+            chosen = rng.choices(helps, weights=[rewards[j] - rewards[0] for j in helps], k=draws)
+        targets.append(
+            [
+                GrammarTarget(candidates[j].raw, rewards[j], rewards[0], len(rewards), len(helps))
+                for j in chosen
+            ]
+        )
     return targets

@@ -3,7 +3,7 @@
 GRPO learns only from completions whose rewards differ within a group. A small base model
 that cannot yet write what moves the follower samples groups of equal rewards, and learns
 nothing from them (docs/persuasion.md: 83% of the last groups of one run). The warm start
-fits the adapter to one good completion per train prompt first; GRPO then goes on training
+fits the adapter to good completions of each train prompt first; GRPO then goes on training
 that adapter, with the warm start as its KL reference (TRL copies a passed adapter as "ref").
 """
 
@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from stackelberg.persuasion.grammar_targets import TARGET_KINDS
 from stackelberg.settings import Settings
 from stackelberg.training.grpo_outputs import ADAPTER_CONFIG
 
@@ -38,7 +39,16 @@ class WarmStartSettings(Settings):
         "sentences, Werewolf, Avalon and ONUW) that the Measurer rewards most, added after "
         "the planned speech or said instead of it as sample.output_format asks",
     )
-    epochs: float = Field(2.0, gt=0, description="passes over the train instances")
+    targets: Literal[TARGET_KINDS] = Field(  # type: ignore[valid-type]
+        "best",
+        description="best: each instance's one sentence rewarded most; helping: draws from "
+        "every sentence that beats the planned speech's words, each as likely as its gain "
+        "(one target per prompt left GRPO's groups equal: docs/persuasion.md)",
+    )
+    draws: int = Field(
+        1, ge=1, description="target chats per train instance (targets: helping: its draws)"
+    )
+    epochs: float = Field(2.0, gt=0, description="passes over the train instances' chats")
     learning_rate: float = Field(2e-4, gt=0, description="AdamW's learning rate")
     batch_size: int = Field(8, ge=1, description="chats per optimizer step")
     seed: int = Field(0, description="the fit's seed (its data order and the adapter's init)")
