@@ -221,7 +221,9 @@ def workload(params: Params, game: str, shapes: Shapes = Shapes()) -> list[Work]
         tokens = instances * (shapes.measurer_context_tokens + n * (completion + responses))
         return [Work(stage, m, "forward", tokens, rate="score") for m in measurers]
 
-    works = generated("sample", select.instances, sample.n, refiner.batch_size)
+    # a served Refiner decodes as many sequences at once as the requests in flight
+    batch = refiner.max_concurrency if refiner.backend == "openai" else refiner.batch_size
+    works = generated("sample", select.instances, sample.n, batch)
     works += scored("score", select.instances, sample.n)
 
     visits = (select.instances - test) * grpo.epochs  # a prompt per visit, G completions each
@@ -236,12 +238,12 @@ def workload(params: Params, game: str, shapes: Shapes = Shapes()) -> list[Work]
     works += scored("grpo: Measurer reward", visits, g)
 
     refiners = 2  # the untrained and the trained one (grpo.ablations and views: not counted)
-    works += generated("evaluate: held-out", refiners * test, evaluate.n, refiner.batch_size)
+    works += generated("evaluate: held-out", refiners * test, evaluate.n, batch)
     works += scored("evaluate: held-out", refiners * test, evaluate.n)
     refined = [c for c in evaluate.conditions if c.startswith("refiner+")]
     games = len(refined) * (len(evaluate.camps) or 2) * evaluate.tournament_games
     speeches = games * shapes.refined_speeches_per_game
-    works += generated("evaluate: tournaments", speeches, 1, refiner.batch_size)
+    works += generated("evaluate: tournaments", speeches, 1, batch)
     return works
 
 
