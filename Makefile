@@ -27,6 +27,8 @@ limits: install
 	STUDY_PARAMS=configs/limits.yaml STUDY_WORKSPACE=runs/limits bash scripts/study.sh
 
 # GRPO against the exact follower, held out against the Stackelberg optimum, and win rates
-# among listening scripted players (docs/persuasion.md)
+# among listening scripted players; then the Refiner trained against the embedded LLM
+# Measurer on the same instances (docs/persuasion.md)
 persuasion: install
 	STUDY_PARAMS=configs/persuasion.yaml STUDY_WORKSPACE=runs/persuasion bash scripts/study.sh
+	STUDY_PARAMS=configs/persuasion-llm.yaml STUDY_WORKSPACE=runs/persuasion-llm bash scripts/study.sh

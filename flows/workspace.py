@@ -75,11 +75,26 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         load_params(params)  # refused here, in one line, before anything is copied
+        text = resolved_text(params)
     except ParamsError as err:
         print(f"workspace: {params}: {err}", file=sys.stderr)
         return 2
-    print(make_workspace(args.folder, params.read_text(), args.params))
+    print(make_workspace(args.folder, text, args.params))
     return 0
+
+
+def resolved_text(path: Path) -> str:
+    """The params.yaml a workspace runs: the file's text as it is (its comments kept), or,
+    where it extends another file, every section resolved (DVC reads params.yaml alone)."""
+    import yaml
+
+    from stackelberg.params import EXTENDS, read_params
+
+    text = path.read_text()
+    if EXTENDS not in (yaml.safe_load(text) or {}):
+        return text
+    header = f"# {path}, resolved over the file it {EXTENDS} (flows.workspace); edit that file\n"
+    return header + yaml.safe_dump(read_params(path), sort_keys=False, width=100)
 
 
 if __name__ == "__main__":

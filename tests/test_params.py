@@ -340,6 +340,65 @@ def test_the_persuasion_config_trains_against_the_exact_follower_among_its_liste
     assert load_params(ROOT / "configs/paper.yaml").warm_start.source == "none"  # the paper's
 
 
+def test_the_llm_trained_refiner_runs_the_persuasion_config_but_its_measurer():
+    """configs/persuasion-llm.yaml is configs/persuasion.yaml (same instances, warm start,
+    GRPO, tournament seeds) with the embedded model as the Measurer, and no best of N by it
+    in tournaments."""
+    exact = load_params(ROOT / "configs/persuasion.yaml")
+    llm = load_params(ROOT / "configs/persuasion-llm.yaml")
+    assert llm.models.measurer.model == "models/base"
+    assert llm.evaluate.conditions == ["scripted_sampled", "refiner+scripted_sampled"]
+    assert llm.tracking.experiment != exact.tracking.experiment
+    for section in ("selfplay", "select", "label", "sample", "score", "warm_start", "grpo"):
+        assert getattr(llm, section) == getattr(exact, section), section
+    assert llm.game_overrides == exact.game_overrides
+    assert llm.evaluate.tournament_games == exact.evaluate.tournament_games
+
+
+def test_a_params_file_extends_another_section_by_section(tmp_path):
+    (tmp_path / "base.yaml").write_text(
+        "games: [werewolf]\nsample: {n: 3, temperature: 0.5}\n"
+        "models: {measurer: {exact: follower}}\nlabel: {scheme: scripted}\n"
+    )
+    (tmp_path / "sub").mkdir()
+    child = tmp_path / "sub" / "child.yaml"
+    child.write_text(
+        "extends: ../base.yaml\nsample: {n: 5}\n"
+        "models: {measurer: {backend: local, model: models/base}}\n"
+    )
+    params = load_params(child)
+    assert (params.sample.n, params.sample.temperature) == (5, 0.5)  # a key replaced, one kept
+    assert params.models.measurer.model == "models/base"  # replaced whole, not mixed
+    assert params.games == ["werewolf"]
+
+    from flows.workspace import resolved_text
+
+    text = resolved_text(child)
+    assert text.startswith("#") and "extends" not in text.splitlines()[1]
+    resolved = tmp_path / "resolved.yaml"
+    resolved.write_text(text)
+    assert load_params(resolved) == params  # DVC's params.yaml holds every value
+    plain = tmp_path / "base.yaml"
+    assert resolved_text(plain) == plain.read_text()  # comments and all, as written
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("extends: missing.yaml\n", "missing.yaml: no such params file"),
+        ("extends: [a.yaml]\n", "extends names a params file"),
+        ("extends: loop.yaml\n", "extends it back (a cycle)"),
+    ],
+)
+def test_a_bad_extends_is_one_line(tmp_path, text, words):
+    (tmp_path / "loop.yaml").write_text("extends: params.yaml\n")
+    path = tmp_path / "params.yaml"
+    path.write_text(text)
+    with pytest.raises(ParamsError) as err:
+        load_params(path)
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
 def test_the_joint_and_the_other_views_refiners_load_where_they_can_work(tmp_path):
     path = tmp_path / "params.yaml"
     path.write_text(

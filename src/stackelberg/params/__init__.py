@@ -48,9 +48,26 @@ from stackelberg.params.schema import (
 )
 from stackelberg.settings import one_line
 
+#: a params file's top-level key naming the params file it changes (a path relative to it):
+#: the file then holds only what differs (configs/persuasion-llm.yaml)
+EXTENDS = "extends"
 
-def load_params(path: str | Path = "params.yaml") -> Params:
-    """Read and validate a params file; every problem is reported as ParamsError."""
+
+def merged(base: dict, changes: dict) -> dict:
+    """``base`` with ``changes`` over it, section by section: a section's keys replace the
+    base's keys of that name whole (``models.measurer`` is the new model, not the two
+    mixed); the base's other keys and sections stay."""
+    out = dict(base)
+    for section, value in changes.items():
+        if isinstance(value, dict) and isinstance(out.get(section), dict):
+            value = {**out[section], **value}
+        out[section] = value
+    return out
+
+
+def read_params(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict:
+    """The sections a params file describes: its own YAML, over the file it ``extends``
+    (resolved the same way); every problem is reported as ParamsError."""
     path = Path(path)
     try:
         raw = yaml.safe_load(path.read_text()) or {}
@@ -64,6 +81,24 @@ def load_params(path: str | Path = "params.yaml") -> Params:
         raise ParamsError(f"{path}: not valid YAML{where}") from None
     if not isinstance(raw, dict):
         raise ParamsError(f"{path}: expected a mapping of sections at the top level")
+    if EXTENDS not in raw:
+        return raw
+    base = raw.pop(EXTENDS)
+    if not isinstance(base, str) or not base:
+        raise ParamsError(f"{path}: {EXTENDS} names a params file, as a path relative to it")
+    base_path = (path.parent / base).resolve()
+    if base_path in (*_seen, path.resolve()):
+        raise ParamsError(f"{path}: {EXTENDS}: {base} extends it back (a cycle)")
+    try:
+        return merged(read_params(base_path, (*_seen, path.resolve())), raw)
+    except ParamsError as err:
+        raise ParamsError(f"{path}: {EXTENDS}: {err}") from None
+
+
+def load_params(path: str | Path = "params.yaml") -> Params:
+    """Read and validate a params file; every problem is reported as ParamsError."""
+    path = Path(path)
+    raw = read_params(path)
     try:
         check_renamed(raw)
     except ParamsError as err:
@@ -83,6 +118,7 @@ def load_params(path: str | Path = "params.yaml") -> Params:
 
 
 __all__ = [
+    "EXTENDS",
     "RUNNER_PACKAGES",
     "STAGE_SECTIONS",
     "ModelEntry",
@@ -98,6 +134,7 @@ __all__ = [
     "draw_model",
     "entry_models",
     "explain",
+    "read_params",
     "load_params",
     "needs_later_model",
     "unscoring",
