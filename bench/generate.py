@@ -1,7 +1,7 @@
 """Benchmark: generation throughput of the local backend at batch 1, 8 and 32.
 
-Each row is a different short Werewolf prompt with its own seed, sampled at temperature 0.7
-and ``--top-p`` (1: every step draws over the whole vocabulary, the sampler's slow path); the
+Each row is a different short Werewolf prompt with its own seed, sampled at ``--temperature``
+(0.7; 0: greedy) and ``--top-p`` (1: every step draws over the whole vocabulary, the sampler's slow path); the
 cache is off. Prints one JSON line per batch size: new tokens per second over the whole
 batch, and the seconds.
 
@@ -47,6 +47,13 @@ def main() -> None:
         "--device", default="auto", help="auto (a GPU if there is one) | cpu | cuda"
     )
     parser.add_argument("--top-p", type=float, default=0.9, help="nucleus sampling of every row")
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        default=0.7,
+        help="0: greedy, the same tokens under any random stream (a like-for-like speed "
+        "comparison across sampler changes: a sampled row's length follows its stream)",
+    )
     args = parser.parse_args()
     llm = make_llm(
         backend="local",
@@ -63,7 +70,11 @@ def main() -> None:
         prompts = [prompt(i) for i in range(batch)]
         t0 = time.perf_counter()
         outs = llm.generate(
-            prompts, max_new_tokens=args.max_new_tokens, top_p=args.top_p, seed=list(range(batch))
+            prompts,
+            max_new_tokens=args.max_new_tokens,
+            temperature=args.temperature,
+            top_p=args.top_p,
+            seed=list(range(batch)),
         )
         seconds = time.perf_counter() - t0
         tokens = sum(len(llm.encode(o[0], first=False)) for o in outs)
@@ -78,7 +89,8 @@ def main() -> None:
                     "ms_per_step": round(1000 * seconds * batch / tokens, 1),
                     "max_new_tokens": args.max_new_tokens,
                     "threads": torch.get_num_threads(),
-                    "device": str(llm.device),
+                    "device": str(getattr(llm, "device", "cpu")),  # older commits: no attribute
+                    "temperature": args.temperature,
                     "top_p": args.top_p,
                 }
             ),
