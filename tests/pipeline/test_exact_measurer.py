@@ -22,8 +22,15 @@ MICRO = {
     "select": {"instances": 6, "test_fraction": 0.5},
     "label": {"k": 2, "scheme": "scripted"},
     "sample": {"n": 2, "max_new_tokens": 12, "batch_instances": 3, "output_format": "addition"},
-    # GRPO goes on from a warm start on the grammar's best additions (one short fit)
-    "warm_start": {"source": "grammar", "epochs": 1.0, "batch_size": 4},
+    # GRPO goes on from a warm start on draws from the grammar's helping additions (one
+    # short fit), as configs/persuasion.yaml's
+    "warm_start": {
+        "source": "grammar",
+        "targets": "helping",
+        "draws": 2,
+        "epochs": 1.0,
+        "batch_size": 4,
+    },
     "grpo": {"num_generations": 2, "prompts_per_step": 1, "micro_batch": 1, "lora_r": 4},
     "evaluate": {
         "n": 2,
@@ -47,6 +54,7 @@ def test_the_pipeline_scores_trains_and_evaluates_against_the_exact_follower(tmp
     warm = root / "models/warm_start/werewolf"
     info = json.loads((warm / "warm_start.json").read_text())
     assert info["source"] == "grammar" and info["instances"] >= 1 and info["steps"] >= 1
+    assert (info["targets"], info["chats"]) == ("helping", 2 * info["instances"])
     assert json.loads((warm / "adapter_config.json").read_text())["r"] == 4  # GRPO's rank
     scores = pl.read_parquet(root / "data/scores/werewolf.parquet")
     assert scores.height > 0 and all(math.isfinite(r) for r in scores["reward"].to_list())
