@@ -26,6 +26,12 @@ CHANGED: dict[str, dict[str, tuple[object, str, str]]] = {
         ),
     },
     "avalon": {
+        "discussion": (
+            "first_attempt",
+            "Each quest: everyone speaks once, the leader proposes a team,",
+            "Each quest: everyone speaks once before its first team only; the leader proposes "
+            "a team,",
+        ),
         "tied_team_vote": (
             "approved",
             "a strict majority approves",

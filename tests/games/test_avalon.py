@@ -248,6 +248,22 @@ def test_leader_passes_clockwise_after_every_proposal():
     assert [e.player for e in of_type(game, "propose")] == [first, (first + 1) % 6]
 
 
+def test_discussion_before_a_quests_first_team_only():
+    """``discussion="first_attempt"``: a rejected team goes straight to the next leader's
+    proposal; the next quest talks again, from its first leader."""
+    game = new(seed=4, discussion="first_attempt")
+    first = game.leader
+    attempt(game, (0, 1), approvers=set())  # talked, then rejected
+    assert game.decision().kind == "propose" and game.decision().player == (first + 1) % 6
+    attempt(game, (0, 1), approvers=set())  # no talk, rejected again
+    attempt(game, (0, 1))  # no talk, approved
+    assert [e.data["attempt"] for e in of_type(game, "propose")] == [1, 2, 3]
+    assert len(of_type(game, "speech")) == 6
+    cards(game)
+    assert discuss(game)[0] == (first + 3) % 6 and len(of_type(game, "speech")) == 12
+    assert make_game("avalon").config.discussion == "every_attempt"
+
+
 def test_five_rejections_in_a_row_evil_wins():
     game = new()
     for _ in range(4):
@@ -603,7 +619,14 @@ def test_assassin_pass_and_miss_descriptions():
 
 def test_release_options_are_recorded_only_when_set():
     rec = play_game(new(), [RandomAgent() for _ in range(6)], 0)
-    assert set(rec["config"]) == {"n_players", "roles", "mordred", "oberon", "merlin_sees_oberon"}
+    assert set(rec["config"]) == {
+        "n_players",
+        "roles",
+        "mordred",
+        "oberon",
+        "merlin_sees_oberon",
+        "discussion",
+    }
     game = make_game("avalon", RELEASE)
     rec = play_game(game, [RandomAgent() for _ in range(6)], 0)
     assert {k: rec["config"][k] for k in RELEASE} == RELEASE
@@ -737,6 +760,7 @@ def check_record(rec):
     tie_approves = cfg.get("tied_team_vote", "rejected") == "approved"
     forced_quests = cfg.get("fifth_rejection", "evil_wins") == "quest_goes_anyway"
     any_quest = cfg.get("assassin_timing", "after_three_successes") == "once_after_any_quest"
+    first_only = cfg.get("discussion", "every_attempt") == "first_attempt"
     roles = [p["role"] for p in rec["players"]]
     teams = [p["team"] for p in rec["players"]]
     assassin = roles.index("assassin")
@@ -770,27 +794,28 @@ def check_record(rec):
         return roles[target] == "merlin"
 
     while True:
-        speeches = events[i : i + n]
-        assert [e["type"] for e in speeches] == ["speech"] * n
-        first = speeches[0]["player"]
+        talk = 0 if first_only and attempt_no > 1 else n  # speeches before this proposal
+        speeches = events[i : i + talk]
+        assert [e["type"] for e in speeches] == ["speech"] * talk
+        prop = events[i + talk]
         if leader is not None:
-            assert first == (leader + 1) % n
-        leader = first
-        assert [e["player"] for e in speeches] == [(leader + k) % n for k in range(n)]
-        prop = events[i + n]
-        assert prop["type"] == "propose" and prop["player"] == leader
+            assert prop["player"] == (leader + 1) % n
+        leader = prop["player"]
+        assert [e["player"] for e in speeches] == [(leader + k) % n for k in range(talk)]
+        assert prop["type"] == "propose"
+        i += talk  # the proposal
         assert prop["data"]["quest"] == quest_no == prop["round"]
         assert prop["data"]["attempt"] == attempt_no
         team = prop["data"]["team"]
         assert team == sorted(set(team)) and len(team) == TEAM_SIZES[n][quest_no - 1]
-        votes = events[i + n + 1 : i + 2 * n + 1]
+        votes = events[i + 1 : i + n + 1]
         assert [(e["type"], e["player"]) for e in votes] == [("vote", p) for p in range(n)]
         approvals = sum(e["data"]["approve"] for e in votes)
-        res = events[i + 2 * n + 1]
+        res = events[i + n + 1]
         assert res["type"] == "team_result"
         approved = 2 * approvals > n or (tie_approves and 2 * approvals == n)
         assert res["data"] == {"approved": approved, "approvals": approvals}
-        i += 2 * n + 2
+        i += n + 2
         if not approved:
             attempt_no += 1
             if attempt_no <= 5:
@@ -850,6 +875,8 @@ OPTION_SETS = [
     {"n_players": 7, "assassin_timing": "once_after_any_quest", "tied_team_vote": "approved"},
     {"n_players": 8, "oberon": True, "assassin_timing": "once_after_any_quest"},
     {"n_players": 5, "fifth_rejection": "quest_goes_anyway", "tied_team_vote": "approved"},
+    {"n_players": 5, "discussion": "first_attempt"},
+    {"discussion": "first_attempt", **RELEASE},
 ]
 
 

@@ -5,7 +5,7 @@ docs/records.md. Sources: the Avalon rulebook (Don Eskridge, Indie Boards & Card
 paper's setup (6 players: Merlin, Percival, two Loyal Servants, Morgana, Assassin).
 
 Phases: "setup", then per quest (``round`` = quest 1..5) and attempt "discussion" (decision
-``speak``), "proposal" (``propose``: sorted id tuples of the quest's size), "vote" (``vote``:
+``speak``; with ``discussion="first_attempt"`` only at a quest's first attempt), "proposal" (``propose``: sorted id tuples of the quest's size), "vote" (``vote``:
 True approves), "quest" (``quest``: True plays Success; good players have no other option)
 and, when the Assassin strikes, "assassination" (``assassinate``); "over" at the end.
 """
@@ -130,6 +130,10 @@ class AvalonConfig(GameOptions):
     assassin_timing: Annotated[
         Literal["after_three_successes", "once_after_any_quest"], RECORD_IF_SET
     ] = "after_three_successes"
+    #: when the table talks: before every team proposal ("every_attempt"), or only before a
+    #: quest's first ("first_attempt": a rejected team goes straight to the next leader's
+    #: proposal; half the speeches or fewer, for budgets that cannot pay for them)
+    discussion: Literal["every_attempt", "first_attempt"] = "every_attempt"
 
     @model_validator(mode="after")
     def _legal_deck(self) -> AvalonConfig:
@@ -423,7 +427,11 @@ class Avalon(Game):
             self._finish(EVIL, "five_rejections")
         else:
             self.attempt += 1
-            self._start_discussion()
+            if self.config.discussion == "first_attempt":
+                self.phase = "proposal"  # the next leader proposes without a discussion
+                self._set_decision()
+            else:
+                self._start_discussion()
 
     def _resolve_quest(self) -> None:
         success = self._fails < fails_needed(self.config.n_players, self.quest)

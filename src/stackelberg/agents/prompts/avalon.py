@@ -22,6 +22,12 @@ RULES = (
 )
 #: (option, value, the words of RULES, the words with the option at that value)
 RULE_CHANGES: tuple[tuple[str, Any, str, str], ...] = (
+    (
+        "discussion",
+        "first_attempt",
+        "Each quest: everyone speaks once, the leader proposes a team,",
+        "Each quest: everyone speaks once before its first team only; the leader proposes a team,",
+    ),
     ("tied_team_vote", "approved", "a strict majority approves", "half the votes or more approve"),
     (
         "fifth_rejection",
