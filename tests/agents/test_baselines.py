@@ -237,8 +237,12 @@ EMBEDDED_GAMES = (
     ("sotopia", ["metamind", "scripted"]),
     ("sotopia", ["recon", "lasi"]),
 )
-#: Avalon on the embedded model: 5 seats, a tied team vote approves (fewer rounds)
-EMBEDDED_OPTIONS = {**OPTIONS, "avalon": {"n_players": 5, "tied_team_vote": "approved"}}
+#: Avalon on the embedded model: 5 seats, a tied team vote approves (fewer rounds), and the
+#: table talks before a quest's first team only (as the default run's Avalon)
+EMBEDDED_OPTIONS = {
+    **OPTIONS,
+    "avalon": {"n_players": 5, "tied_team_vote": "approved", "discussion": "first_attempt"},
+}
 
 
 def test_the_baselines_finish_games_on_the_embedded_model(local_int8_llm):
