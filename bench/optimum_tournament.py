@@ -34,7 +34,7 @@ import _project_root  # noqa: F401  (the project importable from the root)
 from stackelberg.agents.base import Agent
 from stackelberg.agents.runner import Table, derived_rng, play_tables
 from stackelberg.agents.scripted import sampled_agent
-from stackelberg.evaluation.tournament import _summary, camp_seats
+from stackelberg.evaluation.tournament import camp_seats, game_summary
 from stackelberg.evaluation.tournament_stats import paired_tests, win_rates
 from stackelberg.games import game_spec, make_game
 from stackelberg.games.base import SPEAK
@@ -124,7 +124,7 @@ def play(game: str, seeds: range, camps: list[str], views: list[str], output_for
     play_tables(tables, None)
     records, said = [], {}
     for (condition, camp, _, seats), t in zip(jobs, tables, strict=True):
-        records.append(_summary(t, condition, camp, KIND, seats))
+        records.append(game_summary(t, condition, camp, KIND, seats))
         for agent in t.agents:
             if isinstance(agent, OptimumSpeaker):
                 counts = said.setdefault(condition, [0, 0])

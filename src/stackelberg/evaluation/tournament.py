@@ -195,7 +195,9 @@ def build_agent(
     return wrapped
 
 
-def _summary(table: Table, condition: str, camp: str, opponent: str, seats: list[int]) -> Record:
+def game_summary(
+    table: Table, condition: str, camp: str, opponent: str, seats: list[int]
+) -> Record:
     """The facts of one finished game that the metrics need (JSON-ready)."""
     game = table.game
     result = game.result()
@@ -302,7 +304,7 @@ def play_matrix(
     """Every (condition, camp, seed) game, played ``batch_games`` tables at a time.
 
     ``seeds``: one set for every condition, or each condition's (``seeds_by_condition``).
-    Returns one record per game played (see ``_summary``; with ``keep_games`` the full game
+    Returns one record per game played (see ``game_summary``; with ``keep_games`` the full game
     record is under ``"game_record"``). ``llm_routes``: one backend or {"default": backend,
     "refiner": backend, ...} (``bestN+X``: also "refiner_base" and "measurer"); None for
     agents without an LLM; ``refiner`` and ``best_of_options``: ``build_agent``'s;
@@ -353,7 +355,7 @@ def play_matrix(
         tables = [table(*job) for job in chunk]
         full = play_tables(tables, routes or None, on_finish=lambda _: bar.update(1))
         for (condition, camp, _, seats), t, game_record in zip(chunk, tables, full, strict=True):
-            record = _summary(t, condition, camp, opponent, seats)
+            record = game_summary(t, condition, camp, opponent, seats)
             if keep_games:
                 record["game_record"] = game_record
             records.append(record)
