@@ -113,14 +113,14 @@ def play(game: str, seeds: range, camps: list[str], views: list[str], output_for
     ]
     tables = []
     for condition, _, seed, seats in jobs:
-        view = condition.removeprefix("optimum-")
+        table = make_game(game, OPTIONS.get(game))
         agents = [
-            OptimumSpeaker(game, VIEWS[view], output_format)
+            OptimumSpeaker(game, VIEWS[condition.removeprefix("optimum-")], output_format)
             if condition != KIND and pid in seats
             else sampled_agent(game)
-            for pid in range(len(make_game(game, OPTIONS.get(game)).reset(seed).players))
+            for pid in range(len(table.reset(seed).players))
         ]
-        tables.append(Table(make_game(game, OPTIONS.get(game)), agents, seed))
+        tables.append(Table(table, agents, seed))
     play_tables(tables, None)
     records, said = [], {}
     for (condition, camp, _, seats), t in zip(jobs, tables, strict=True):

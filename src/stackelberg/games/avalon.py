@@ -5,9 +5,10 @@ docs/records.md. Sources: the Avalon rulebook (Don Eskridge, Indie Boards & Card
 paper's setup (6 players: Merlin, Percival, two Loyal Servants, Morgana, Assassin).
 
 Phases: "setup", then per quest (``round`` = quest 1..5) and attempt "discussion" (decision
-``speak``; with ``discussion="first_attempt"`` only at a quest's first attempt), "proposal" (``propose``: sorted id tuples of the quest's size), "vote" (``vote``:
-True approves), "quest" (``quest``: True plays Success; good players have no other option)
-and, when the Assassin strikes, "assassination" (``assassinate``); "over" at the end.
+``speak``; with ``discussion="first_attempt"`` only at a quest's first attempt), "proposal"
+(``propose``: sorted id tuples of the quest's size), "vote" (``vote``: True approves),
+"quest" (``quest``: True plays Success; good players have no other option) and, when the
+Assassin strikes, "assassination" (``assassinate``); "over" at the end.
 """
 
 from __future__ import annotations
